@@ -1,0 +1,54 @@
+"""tilesolve: a Halide-style compiler for image and array pipelines whose
+automatic scheduler solves for the schedule (CP-SAT / ILP, greedy, beam).
+
+    import tilesolve as ts
+    x, y = ts.Var("x"), ts.Var("y")
+    f = ts.Func("f"); f[x, y] = x + y
+    out = ts.reference.realize(ts.Pipeline(f), [4, 3])
+
+See DESIGN.md for the conventions (dimension order, numpy axis order, types).
+"""
+from .errors import (BoundsError, LoweringError, PipelineError, RealizeError,  # noqa: F401
+                     ScheduleError, SolverError, SpecError, TilesolveError)
+from .model import boundary  # noqa: F401
+from .model.expr import (Expr, Param, RVar, Var, atan2, cast, ceil, clamp, cos, exp,  # noqa: F401
+                         floor, log, saturating_cast, select, sin, sqrt, tan)
+from .model.expr import abs_ as abs  # noqa: F401,A001
+from .model.expr import max_ as max  # noqa: F401,A001
+from .model.expr import min_ as min  # noqa: F401,A001
+from .model.expr import pow_ as pow  # noqa: F401,A001
+from .model.expr import round_ as round  # noqa: F401,A001
+from .model.func import Func  # noqa: F401
+from .model.params import ImageParam  # noqa: F401
+from .model.pipeline import Pipeline  # noqa: F401
+from .model.rdom import RDom  # noqa: F401
+from .model.reductions import maximum, minimum, product  # noqa: F401
+from .model.reductions import sum  # noqa: F401,A001
+from .model.types import (Type, bool_, float32, float64, int8, int16, int32,  # noqa: F401
+                          uint8, uint16, uint32)
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Later phases are imported lazily so that importing tilesolve stays cheap
+    # and a phase can be used before the ones to its right exist.
+    import importlib
+    lazy = {
+        "reference": ("tilesolve.reference", None),
+        "Schedule": ("tilesolve.model.schedule", "Schedule"),
+        "compile": ("tilesolve.backend.compile", "compile"),
+        "load_spec": ("tilesolve.specs", "load_spec"),
+        "HardwareSpec": ("tilesolve.specs", "HardwareSpec"),
+        "solve_schedule": ("tilesolve.solver", "solve_schedule"),
+        "Interval": ("tilesolve.analysis.intervals", "Interval"),
+        "Box": ("tilesolve.analysis.intervals", "Box"),
+        "bounds_of": ("tilesolve.analysis.intervals", "bounds_of"),
+        "required_regions": ("tilesolve.analysis.intervals", "required_regions"),
+        "apps": ("tilesolve.apps", None),
+    }
+    if name in lazy:
+        mod, attr = lazy[name]
+        m = importlib.import_module(mod)
+        return m if attr is None else getattr(m, attr)
+    raise AttributeError(f"module 'tilesolve' has no attribute {name!r}")

@@ -1,0 +1,36 @@
+"""The project's exception types, defined in one place.
+
+Every message names the Func, dimension, field or argument at fault.
+"""
+
+
+class TilesolveError(Exception):
+    """Base class of every error tilesolve raises on purpose."""
+
+
+class PipelineError(TilesolveError):
+    """A malformed algorithm: undefined Func, wrong arity, cycle, bad types..."""
+
+
+class BoundsError(PipelineError):
+    """Bounds inference failed, e.g. a data-dependent index with no bound."""
+
+
+class ScheduleError(TilesolveError):
+    """An illegal schedule directive; names the Func and the loop."""
+
+
+class SpecError(TilesolveError):
+    """A bad hardware spec; names the file, the field and what was expected."""
+
+
+class RealizeError(TilesolveError):
+    """Bad arguments to realize(): missing input, wrong dtype, rank or size."""
+
+
+class LoweringError(TilesolveError):
+    """A schedule that passed validation could not be lowered (a bug or a gap)."""
+
+
+class SolverError(TilesolveError):
+    """The scheduler could not produce a schedule (e.g. missing estimates)."""

@@ -1,0 +1,472 @@
+"""Immutable, hash-consed expression nodes.
+
+Equal nodes are the same object (hash-consing), so structural equality is
+identity, hashing is ``id``-based and CSE is free.  Operators build nodes:
+``a == b`` builds an ``EQ`` node, whose truth value is ``a is b`` (structural
+equality), so Exprs still work as dict keys and set members.
+
+Every node has a ``.type``.  A Python number adopts the type of the other
+operand (see ``types.py``).  Node kinds:
+
+Const, Var, RVar, Param, BufferExtent, Cast, BinOp, Not, Select, Call,
+Intrinsic, Let.  Lowering adds its own (``Load``) by subclassing ``Expr``.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from typing import Any
+
+from ..errors import PipelineError
+from . import types as T
+from .types import Type, match_types
+
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "min", "max")
+CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+BOOL_OPS = ("and", "or")
+OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
+             "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+             "and": "&", "or": "|"}
+MATH_FUNCS = ("sqrt", "exp", "log", "pow", "sin", "cos", "tan", "atan2",
+              "floor", "ceil", "round", "abs")
+
+_INTERN: "weakref.WeakValueDictionary[tuple, Expr]" = weakref.WeakValueDictionary()
+
+
+def _key_part(v):
+    """The intern-table key of one field.
+
+    Children are keyed by ``id``: a parent holds its children alive, and its
+    table entry dies with it, so an id is never reused while its key exists.
+    This also keeps Expr.__eq__ (which builds nodes) out of dict lookups.
+    """
+    if isinstance(v, (Expr, )) or (not isinstance(v, (str, int, float, tuple, Type))
+                                   and v is not None):
+        return ("o", id(v))
+    if isinstance(v, float):
+        # floats and ints compare equal in Python (1 == 1.0); keep them apart
+        return ("f", v if v == v else "nan")
+    if isinstance(v, tuple):
+        return tuple(_key_part(x) for x in v)
+    return v
+
+
+class Expr:
+    """Base class of every expression node; gives operator overloading."""
+
+    __slots__ = ("__weakref__",)
+    _fields: tuple[str, ...] = ()
+
+    def __new__(cls, *args):
+        key = (cls,) + tuple(_key_part(a) for a in args)
+        node = _INTERN.get(key)
+        if node is None:
+            node = object.__new__(cls)
+            for name, val in zip(cls._fields, args):
+                object.__setattr__(node, name, val)
+            node._init()
+            _INTERN[key] = node
+        return node
+
+    def _init(self) -> None:  # compute derived fields (type)
+        pass
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} nodes are immutable")
+
+    def __reduce__(self):
+        return (type(self), tuple(getattr(self, f) for f in self._fields))
+
+    __hash__ = object.__hash__
+
+    def children(self) -> tuple["Expr", ...]:
+        return tuple(getattr(self, f) for f in self._fields
+                     if isinstance(getattr(self, f), Expr))
+
+    # -- arithmetic ---------------------------------------------------------
+    def __add__(self, o): return binop("add", self, o)
+    def __radd__(self, o): return binop("add", o, self)
+    def __sub__(self, o): return binop("sub", self, o)
+    def __rsub__(self, o): return binop("sub", o, self)
+    def __mul__(self, o): return binop("mul", self, o)
+    def __rmul__(self, o): return binop("mul", o, self)
+    def __truediv__(self, o): return binop("div", self, o)
+    def __rtruediv__(self, o): return binop("div", o, self)
+    def __floordiv__(self, o): return _floordiv(self, o)
+    def __rfloordiv__(self, o): return _floordiv(o, self)
+    def __mod__(self, o): return binop("mod", self, o)
+    def __rmod__(self, o): return binop("mod", o, self)
+    def __pow__(self, o): return pow_(self, o)
+    def __rpow__(self, o): return pow_(o, self)
+    def __neg__(self): return binop("sub", 0, self)
+    def __pos__(self): return self
+
+    # -- comparisons and booleans ---------------------------------------------
+    def __eq__(self, o): return binop("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o): return binop("ne", self, o)  # type: ignore[override]
+    def __lt__(self, o): return binop("lt", self, o)
+    def __le__(self, o): return binop("le", self, o)
+    def __gt__(self, o): return binop("gt", self, o)
+    def __ge__(self, o): return binop("ge", self, o)
+    def __and__(self, o): return logical("and", self, o)
+    def __rand__(self, o): return logical("and", o, self)
+    def __or__(self, o): return logical("or", self, o)
+    def __ror__(self, o): return logical("or", o, self)
+    def __invert__(self): return Not(as_expr(self))
+
+    def __bool__(self):
+        raise PipelineError(
+            f"the truth value of the expression {self} is not known while building a "
+            "pipeline; use ts.select(cond, a, b) instead of if/and/or/not, and & | ~ "
+            "for boolean logic")
+
+    def __repr__(self) -> str:
+        from .printer import expr_str
+        return expr_str(self)
+
+    __str__ = __repr__
+
+
+class Const(Expr):
+    __slots__ = ("type", "value")
+    _fields = ("type", "value")
+
+    def __new__(cls, type: Type, value):
+        if type.is_float():
+            value = float(value)
+        elif type.is_bool():
+            value = bool(value)
+        else:
+            value = type.wrap(int(value))
+        return Expr.__new__(cls, type, value)
+
+
+class Var(Expr):
+    """A pure dimension variable; Vars of one name are the same Var."""
+
+    __slots__ = ("name", "type")
+    _fields = ("name",)
+
+    def __new__(cls, name: str = None):
+        if name is None:
+            name = _fresh_name("v")
+        if not isinstance(name, str) or not name:
+            raise PipelineError(f"a Var needs a non-empty name, got {name!r}")
+        return Expr.__new__(cls, name)
+
+    def _init(self):
+        object.__setattr__(self, "type", T.int32)
+
+
+class RVar(Expr):
+    """One dimension of an RDom (``r.x``)."""
+
+    __slots__ = ("rdom", "index", "type")
+    _fields = ("rdom", "index")
+
+    def _init(self):
+        object.__setattr__(self, "type", T.int32)
+
+    @property
+    def name(self) -> str:
+        return f"{self.rdom.name}.{'xyzw'[self.index] if self.index < 4 else self.index}"
+
+
+class Param(Expr):
+    """A scalar parameter given at realize() time: ``Param(ts.float32, "k", 1.0)``."""
+
+    __slots__ = ("type", "name", "default")
+    _fields = ("type", "name")
+
+    def __new__(cls, type: Type, name: str, default=None):
+        if not isinstance(type, Type):
+            raise PipelineError(f"Param {name!r}: first argument must be a ts type, got {type!r}")
+        node = Expr.__new__(cls, type, name)
+        if default is not None:
+            object.__setattr__(node, "default", default)
+        elif not hasattr(node, "default"):
+            object.__setattr__(node, "default", None)
+        return node
+
+    def __reduce__(self):
+        return (Param, (self.type, self.name, self.default))
+
+
+class BufferExtent(Expr):
+    """The run-time extent of dimension ``dim`` of input ``image`` (a name)."""
+
+    __slots__ = ("image", "dim", "type")
+    _fields = ("image", "dim")
+
+    def _init(self):
+        object.__setattr__(self, "type", T.int32)
+
+
+class Cast(Expr):
+    __slots__ = ("type", "value")
+    _fields = ("type", "value")
+
+
+class BinOp(Expr):
+    __slots__ = ("op", "a", "b", "type")
+    _fields = ("op", "a", "b")
+
+    def _init(self):
+        t = T.bool_ if self.op in CMP_OPS else self.a.type
+        object.__setattr__(self, "type", t)
+
+    def __bool__(self):
+        # structural equality in boolean context (dict keys, ``in`` tests)
+        if self.op == "eq":
+            return self.a is self.b
+        if self.op == "ne":
+            return self.a is not self.b
+        return Expr.__bool__(self)
+
+
+class Not(Expr):
+    __slots__ = ("a", "type")
+    _fields = ("a",)
+
+    def _init(self):
+        object.__setattr__(self, "type", T.bool_)
+
+
+class Select(Expr):
+    __slots__ = ("cond", "true_value", "false_value", "type")
+    _fields = ("cond", "true_value", "false_value")
+
+    def _init(self):
+        object.__setattr__(self, "type", self.true_value.type)
+
+
+class Call(Expr):
+    """A call to a Func or an ImageParam (``target``), one Expr per dimension."""
+
+    __slots__ = ("target", "args", "type")
+    _fields = ("target", "args")
+
+    def _init(self):
+        object.__setattr__(self, "type", self.target.type)
+
+    @property
+    def name(self) -> str:
+        return self.target.name
+
+
+class Intrinsic(Expr):
+    """A math function or other built-in: ``name`` in MATH_FUNCS."""
+
+    __slots__ = ("name", "args", "type")
+    _fields = ("name", "args", "type")
+
+
+class Let(Expr):
+    __slots__ = ("name", "value", "body", "type")
+    _fields = ("name", "value", "body")
+
+    def _init(self):
+        object.__setattr__(self, "type", self.body.type)
+
+
+# ---------------------------------------------------------------------------
+# Construction helpers with Halide's typing rules
+# ---------------------------------------------------------------------------
+_counter = [0]
+
+
+def _fresh_name(prefix: str) -> str:
+    _counter[0] += 1
+    return f"{prefix}{_counter[0]}"
+
+
+def as_expr(v, like: Type | None = None) -> Expr:
+    """Turn a Python number (or Expr) into an Expr; numbers adopt ``like``."""
+    if isinstance(v, Expr):
+        return v
+    if hasattr(v, "_as_expr"):           # e.g. a FuncRef
+        return v._as_expr()
+    if isinstance(v, bool):
+        return Const(T.bool_, v)
+    if isinstance(v, int):
+        if like is None or like.is_bool():
+            like = T.int32
+        if like.is_integral() and not like.can_represent(v):
+            raise PipelineError(
+                f"integer constant {v} does not fit in {like}; cast one operand explicitly")
+        return Const(like, v)
+    if isinstance(v, float):
+        if like is None or not like.is_float():
+            like = T.float32
+        return Const(like, v)
+    if hasattr(v, "dtype") and getattr(v, "shape", None) == ():   # numpy scalar
+        t = T.type_of_dtype(v.dtype)
+        return Const(t, v.item())
+    raise PipelineError(f"cannot use {v!r} (a {type(v).__name__}) in an expression")
+
+
+def _coerce_pair(a, b) -> tuple[Expr, Expr]:
+    if isinstance(a, Expr) or hasattr(a, "_as_expr"):
+        a = as_expr(a)
+        b = as_expr(b, a.type)
+    elif isinstance(b, Expr) or hasattr(b, "_as_expr"):
+        b = as_expr(b)
+        a = as_expr(a, b.type)
+    else:
+        a, b = as_expr(a), as_expr(b)
+    t = match_types(a.type, b.type)
+    return cast(t, a), cast(t, b)
+
+
+def binop(op: str, a, b) -> Expr:
+    a, b = _coerce_pair(a, b)
+    if op in BOOL_OPS:
+        raise AssertionError("use logical()")
+    if a.type.is_bool() and op in ("add", "sub", "mul", "div", "mod"):
+        raise PipelineError(f"arithmetic '{OP_SYMBOL[op]}' on bool operands ({a}, {b}); cast first")
+    return BinOp(op, a, b)
+
+
+def logical(op: str, a, b) -> Expr:
+    a, b = as_expr(a), as_expr(b)
+    for e in (a, b):
+        if not e.type.is_bool():
+            raise PipelineError(
+                f"'{OP_SYMBOL[op]}' needs boolean operands, got {e} of type {e.type}; "
+                "compare first (e.g. x > 0)")
+    return BinOp(op, a, b)
+
+
+def _floordiv(a, b) -> Expr:
+    q = binop("div", a, b)
+    return Intrinsic("floor", (q,), q.type) if q.type.is_float() else q
+
+
+def cast(t: Type, e) -> Expr:
+    """Explicit conversion with the rules of types.py (integers wrap)."""
+    if not isinstance(t, Type):
+        raise PipelineError(f"cast needs a ts type first, got {t!r}")
+    e = as_expr(e, t)
+    if e.type == t:
+        return e
+    return Cast(t, e)
+
+
+def saturating_cast(t: Type, e) -> Expr:
+    """Convert, clamping to the target type's range first."""
+    e = as_expr(e)
+    if e.type == t or t.is_float():
+        return cast(t, e)
+    lo, hi = t.min_value(), t.max_value()
+    src = e.type
+    if src.is_float():
+        return cast(t, clamp(e, float(lo), float(hi)))
+    if src.is_bool():
+        return cast(t, e)
+    # integer -> integer: clamp in a type that holds both ranges
+    lo = max(lo, src.min_value())
+    hi = min(hi, src.max_value())
+    return cast(t, max_(min_(e, Const(src, hi)), Const(src, lo)))
+
+
+def select(cond, true_value, false_value) -> Expr:
+    """``cond ? true_value : false_value`` (both branches are evaluated)."""
+    cond = as_expr(cond)
+    if not cond.type.is_bool():
+        raise PipelineError(f"select condition {cond} has type {cond.type}, expected bool")
+    tv, fv = true_value, false_value
+    if isinstance(tv, Expr) or hasattr(tv, "_as_expr") or isinstance(fv, Expr) or hasattr(fv, "_as_expr"):
+        if isinstance(tv, Expr) or hasattr(tv, "_as_expr"):
+            tv = as_expr(tv)
+            fv = as_expr(fv, tv.type)
+        else:
+            fv = as_expr(fv)
+            tv = as_expr(tv, fv.type)
+    else:
+        tv, fv = as_expr(tv), as_expr(fv)
+    if tv.type != fv.type:
+        if isinstance(true_value, (int, float)) or isinstance(false_value, (int, float)):
+            t = match_types(tv.type, fv.type)
+            tv, fv = cast(t, tv), cast(t, fv)
+        else:
+            raise PipelineError(
+                f"select: the branches have different types ({tv}: {tv.type}, "
+                f"{fv}: {fv.type}); cast one of them")
+    return Select(cond, tv, fv)
+
+
+def min_(a, b) -> Expr:
+    return binop("min", a, b)
+
+
+def max_(a, b) -> Expr:
+    return binop("max", a, b)
+
+
+def clamp(e, lo, hi) -> Expr:
+    """``min(max(e, lo), hi)``."""
+    e = as_expr(e)
+    return min_(max_(e, as_expr(lo, e.type)), as_expr(hi, e.type))
+
+
+def abs_(e) -> Expr:
+    """Absolute value, same type as ``e`` (for integers, abs(min) wraps)."""
+    e = as_expr(e)
+    return Intrinsic("abs", (e,), e.type)
+
+
+def _float_arg(e) -> Expr:
+    e = as_expr(e)
+    return e if e.type.is_float() else cast(T.float32, e)
+
+
+def _math1(name):
+    def f(e):
+        e = _float_arg(e)
+        return Intrinsic(name, (e,), e.type)
+    f.__name__ = name
+    f.__doc__ = f"{name}(e); integer arguments are converted to float32."
+    return f
+
+
+sqrt, exp, log, sin, cos, tan, floor, ceil = (
+    _math1(n) for n in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil"))
+
+
+def round_(e) -> Expr:
+    """Round to nearest, ties to even (Halide's rule)."""
+    e = _float_arg(e)
+    return Intrinsic("round", (e,), e.type)
+
+
+def pow_(a, b) -> Expr:
+    a = _float_arg(a) if not isinstance(a, (int, float)) else a
+    b = _float_arg(b) if not isinstance(b, (int, float)) else b
+    a, b = _coerce_pair(a, b)
+    if not a.type.is_float():
+        a, b = cast(T.float32, a), cast(T.float32, b)
+    return Intrinsic("pow", (a, b), a.type)
+
+
+def atan2(a, b) -> Expr:
+    a, b = _coerce_pair(a, b)
+    if not a.type.is_float():
+        a, b = cast(T.float32, a), cast(T.float32, b)
+    return Intrinsic("atan2", (a, b), a.type)
+
+
+def is_const(e, value=None) -> bool:
+    if not isinstance(e, Const):
+        return False
+    return value is None or e.value == value
+
+
+def const_value(e):
+    return e.value if isinstance(e, Const) else None
+
+
+def inf_like(t: Type, sign: int):
+    return math.inf if sign > 0 else -math.inf
+
+
+Any  # re-exported for type hints elsewhere

@@ -1,0 +1,181 @@
+"""Funcs: a pure definition plus any number of update definitions.
+
+    f = ts.Func("f")
+    f[x, y] = inp[x, y] * 2          # pure definition: the args are distinct Vars
+    f[x, 0] = f[x, 0] + 1            # update (a constant site)
+    f[r.x, y] += g[r.x, y]           # update over an RDom (``+=`` reads then writes)
+    hist[ts.clamp(inp[r.x], 0, 255)] += 1    # update with a computed site
+
+Halide's rules for updates: each pure Var an update uses must appear on its
+left side at the same position as in the pure definition; RVars may come from
+one RDom per update; the value's type must be the Func's type.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import PipelineError
+from . import expr as E
+from . import types as T
+from .params import index_args
+from .rdom import RDom
+from .visit import walk
+
+_names = [0]
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """One definition of a Func: ``args`` (left side), ``value``, its RDom."""
+
+    args: tuple
+    value: E.Expr
+    rdom: RDom | None = None
+
+    def is_pure(self) -> bool:
+        return self.rdom is None and all(isinstance(a, E.Var) for a in self.args)
+
+
+class Func:
+    """A function over an integer grid, defined by assignment."""
+
+    def __init__(self, name: str | None = None):
+        if name is None:
+            _names[0] += 1
+            name = f"f{_names[0]}"
+        if not isinstance(name, str) or not name.replace(".", "_").isidentifier():
+            raise PipelineError(f"Func name must be an identifier, got {name!r}")
+        self.name = name
+        self._pure: Definition | None = None
+        self._updates: list[Definition] = []
+
+    # -- introspection ---------------------------------------------------------
+    def defined(self) -> bool:
+        return self._pure is not None
+
+    @property
+    def type(self) -> T.Type:
+        self._need_defined()
+        return self._pure.value.type
+
+    @property
+    def args(self) -> tuple:
+        """The pure Vars, innermost first."""
+        self._need_defined()
+        return self._pure.args
+
+    def dimensions(self) -> int:
+        self._need_defined()
+        return len(self._pure.args)
+
+    @property
+    def pure(self) -> Definition:
+        self._need_defined()
+        return self._pure
+
+    @property
+    def value(self) -> E.Expr:
+        return self.pure.value
+
+    @property
+    def updates(self) -> tuple:
+        return tuple(self._updates)
+
+    def definitions(self) -> tuple:
+        return (self.pure,) + tuple(self._updates)
+
+    def _need_defined(self):
+        if self._pure is None:
+            raise PipelineError(f"Func {self.name} is called but never defined; give it a "
+                                f"pure definition first ({self.name}[x, ...] = ...)")
+
+    # -- calls -------------------------------------------------------------------
+    def __getitem__(self, args) -> E.Call:
+        self._need_defined()
+        return E.Call(self, index_args(f"Func {self.name}", args, len(self._pure.args)))
+
+    def __call__(self, *args) -> E.Call:
+        return self[args]
+
+    # -- definitions -------------------------------------------------------------
+    def __setitem__(self, args, value) -> None:
+        if not isinstance(args, tuple):
+            args = (args,)
+        if self._pure is None:
+            self._define_pure(args, value)
+        else:
+            self._define_update(args, value)
+
+    def _define_pure(self, args, value):
+        name = self.name
+        if not args:
+            raise PipelineError(f"Func {name}: a definition needs at least one dimension")
+        for i, a in enumerate(args):
+            if not isinstance(a, E.Var):
+                raise PipelineError(
+                    f"Func {name}: argument {i} of the pure definition is {a!r}; the first "
+                    "definition's arguments must be Vars (define it for all points first, then "
+                    "add updates)")
+        names = [a.name for a in args]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise PipelineError(f"Func {name}: Var {sorted(dup)[0]} appears twice in the pure definition")
+        value = E.as_expr(value)
+        for n in walk(value):
+            if isinstance(n, E.Var) and n.name not in names:
+                raise PipelineError(
+                    f"Func {name}: the pure definition uses Var {n.name}, which is not one of its "
+                    f"arguments ({', '.join(names)})")
+            if isinstance(n, E.RVar):
+                raise PipelineError(
+                    f"Func {name}: the pure definition uses RDom variable {n.name}; use an update "
+                    "definition or an inline reduction (ts.sum, ts.maximum, ...)")
+            if isinstance(n, E.Call) and n.target is self:
+                raise PipelineError(f"Func {name}: the pure definition calls {name} itself")
+        self._pure = Definition(tuple(args), value, None)
+
+    def _define_update(self, args, value):
+        name = self.name
+        pure_args = self._pure.args
+        if len(args) != len(pure_args):
+            raise PipelineError(
+                f"Func {name} has {len(pure_args)} dimensions but the update has {len(args)} arguments")
+        args = index_args(f"Func {name}", args, len(pure_args))
+        value = E.as_expr(value, self.type)
+        if value.type != self.type:
+            raise PipelineError(
+                f"Func {name}: update value {value} has type {value.type} but {name} is "
+                f"{self.type}; cast it (ts.cast({self.type}, ...))")
+        rdoms: dict[int, RDom] = {}
+        nodes = list(walk(value))
+        for a in args:
+            nodes.extend(walk(a))
+        for n in nodes:
+            if isinstance(n, E.RVar):
+                rdoms.setdefault(id(n.rdom), n.rdom)
+        if len(rdoms) > 1:
+            raise PipelineError(f"Func {name}: an update may use one RDom, got "
+                                f"{sorted(r.name for r in rdoms.values())}")
+        rdom = next(iter(rdoms.values())) if rdoms else None
+        # Pure Vars must sit at their pure-definition position on the left side.
+        for n in nodes:
+            if isinstance(n, E.Var):
+                if n not in pure_args:
+                    raise PipelineError(
+                        f"Func {name}: the update uses Var {n.name}, which is not in its pure "
+                        f"definition ({', '.join(a.name for a in pure_args)})")
+                i = pure_args.index(n)
+                if args[i] is not n:
+                    raise PipelineError(
+                        f"Func {name}: the update uses pure Var {n.name}, so it must appear as "
+                        f"argument {i} of the update's left side (got {args[i]})")
+        self._updates.append(Definition(args, value, rdom))
+
+    def __repr__(self) -> str:
+        return f"Func({self.name!r})"
+
+    def __str__(self) -> str:
+        if self._pure is None:
+            return f"{self.name} (undefined)"
+        lines = [f"{self.name}[{', '.join(map(str, d.args))}] = {d.value}" for d in self.definitions()]
+        return "\n".join(lines)

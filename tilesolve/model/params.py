@@ -1,0 +1,60 @@
+"""Pipeline inputs: ``ImageParam`` (an array) and ``Param`` (a scalar)."""
+from __future__ import annotations
+
+from ..errors import PipelineError
+from . import expr as E
+from . import types as T
+from .expr import Param  # noqa: F401  (re-exported)
+from .types import Type
+
+
+def index_args(owner: str, args, dims: int) -> tuple:
+    """Normalize call arguments: a tuple of int32 Exprs of the right count."""
+    if not isinstance(args, tuple):
+        args = (args,)
+    if len(args) != dims:
+        raise PipelineError(f"{owner} has {dims} dimensions but is called with {len(args)} arguments")
+    out = []
+    for i, a in enumerate(args):
+        a = E.as_expr(a)
+        if not a.type.is_integral() and not a.type.is_bool():
+            raise PipelineError(
+                f"{owner}: argument {i} ({a}) has type {a.type}; indices must be integers "
+                "(cast with ts.cast(ts.int32, ...))")
+        out.append(E.cast(T.int32, a))
+    return tuple(out)
+
+
+class ImageParam:
+    """An input array of ``dims`` dimensions, bound by name at realize() time."""
+
+    def __init__(self, type: Type, dims: int, name: str):
+        if not isinstance(type, Type):
+            raise PipelineError(f"ImageParam {name!r}: first argument must be a ts type, got {type!r}")
+        if not isinstance(dims, int) or dims < 1:
+            raise PipelineError(f"ImageParam {name!r}: dims must be a positive int, got {dims!r}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise PipelineError(f"ImageParam name must be an identifier, got {name!r}")
+        self.type = type
+        self.dims = dims
+        self.name = name
+
+    def dimensions(self) -> int:
+        return self.dims
+
+    def __getitem__(self, args) -> E.Call:
+        return E.Call(self, index_args(f"input {self.name}", args, self.dims))
+
+    __call__ = lambda self, *args: self[args]  # noqa: E731
+
+    def extent(self, dim: int) -> E.BufferExtent:
+        if not 0 <= dim < self.dims:
+            raise PipelineError(f"input {self.name} has {self.dims} dimensions; no dimension {dim}")
+        return E.BufferExtent(self.name, dim)
+
+    def width(self): return self.extent(0)
+    def height(self): return self.extent(1)
+    def channels(self): return self.extent(2)
+
+    def __repr__(self) -> str:
+        return f"ImageParam({self.type}, {self.dims}, {self.name!r})"

@@ -1,0 +1,47 @@
+"""Readable text for expressions (used by repr, error messages and schedules)."""
+from __future__ import annotations
+
+from . import expr as E
+
+_PREC = {"or": 1, "and": 2, "eq": 3, "ne": 3, "lt": 3, "le": 3, "gt": 3, "ge": 3,
+         "add": 4, "sub": 4, "mul": 5, "div": 5, "mod": 5}
+
+
+def expr_str(e, parent_prec: int = 0) -> str:
+    """Print ``e`` in the syntax a user writes (``ts.`` prefixes omitted)."""
+    if isinstance(e, E.Const):
+        if e.type.is_bool():
+            return "True" if e.value else "False"
+        if e.type.is_float():
+            s = repr(e.value)
+            return s if e.type.bits == 32 else f"f64({s})"
+        return str(e.value) if e.type.code == "int" and e.type.bits == 32 else f"{e.type}({e.value})"
+    if isinstance(e, (E.Var,)):
+        return e.name
+    if isinstance(e, E.RVar):
+        return e.name
+    if isinstance(e, E.Param):
+        return e.name
+    if isinstance(e, E.BufferExtent):
+        return f"{e.image}.extent({e.dim})"
+    if isinstance(e, E.Cast):
+        return f"{e.type}({expr_str(e.value)})"
+    if isinstance(e, E.BinOp):
+        if e.op in ("min", "max"):
+            return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+        p = _PREC[e.op]
+        s = f"{expr_str(e.a, p)} {E.OP_SYMBOL[e.op]} {expr_str(e.b, p + 1)}"
+        return f"({s})" if p < parent_prec else s
+    if isinstance(e, E.Not):
+        return f"~{expr_str(e.a, 9)}"
+    if isinstance(e, E.Select):
+        return (f"select({expr_str(e.cond)}, {expr_str(e.true_value)}, "
+                f"{expr_str(e.false_value)})")
+    if isinstance(e, E.Call):
+        return f"{e.target.name}[{', '.join(expr_str(a) for a in e.args)}]"
+    if isinstance(e, E.Intrinsic):
+        return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, E.Let):
+        return f"(let {e.name} = {expr_str(e.value)} in {expr_str(e.body)})"
+    fields = ", ".join(f"{f}={getattr(e, f)!s}" for f in e._fields)
+    return f"{type(e).__name__}({fields})"
