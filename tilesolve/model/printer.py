@@ -43,5 +43,7 @@ def expr_str(e, parent_prec: int = 0) -> str:
         return f"{e.name}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, E.Let):
         return f"(let {e.name} = {expr_str(e.value)} in {expr_str(e.body)})"
+    if hasattr(e, "_print"):   # nodes defined by later phases (e.g. lower.ir.Load)
+        return e._print(expr_str)
     fields = ", ".join(f"{f}={getattr(e, f)!s}" for f in e._fields)
     return f"{type(e).__name__}({fields})"

@@ -1,0 +1,291 @@
+"""The loop IR: what lowering produces and every backend consumes.
+
+Statements are frozen dataclasses holding tuples.  Expressions are the
+model's hash-consed Exprs plus one new node, ``Load``.  Variables in the IR
+are ``Var`` nodes with unique dotted names (``blur_y.s0.y.yo``), so no
+renaming is ever needed to avoid capture.
+
+Buffers are flat, dense arrays of one scalar type, addressed by an int32
+element index that lowering has already flattened:
+
+* a buffer *argument* (an input or an output) named ``b`` has extents
+  ``Var("b.extent.<d>")`` and element strides ``Var("b.stride.<d>")``
+  (dimension 0 innermost), origin 0 in every dimension;
+* an ``Allocate`` is dense with the given extents (innermost first, stride of
+  dimension d = product of extents 0..d-1); lowering computes the flat index
+  from the region's mins.
+
+Scalar Params appear as the model's ``Param`` nodes.  After lowering no
+``Call``, ``BufferExtent`` or ``RVar`` node remains.
+
+Loop kinds: serial, parallel, vectorized (constant extent, lanes of one
+vector), unrolled (constant extent), gpu_block, gpu_thread.
+Memory spaces of an allocation: heap, stack, shared, register (``auto`` is
+resolved by lowering).
+
+``LoweredPipeline`` is the whole program: its arguments, in order, and one body.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import expr as E
+from ..model.types import Type
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "gpu_block", "gpu_thread")
+MEMORY_SPACES = ("heap", "stack", "shared", "register")
+
+
+class Load(E.Expr):
+    """``buffer[index]`` where index is an int32 Expr (flat element index)."""
+
+    __slots__ = ("buffer", "index", "type")
+    _fields = ("buffer", "index", "type")
+
+    def _print(self, expr_str) -> str:
+        return f"{self.buffer}[{expr_str(self.index)}]"
+
+
+def load(buffer: str, index: E.Expr, type: Type) -> Load:
+    return Load(buffer, index, type)
+
+
+class Stmt:
+    """Base class of statements (frozen dataclasses below)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return stmt_str(self)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class For(Stmt):
+    name: str          # the loop variable is Var(name)
+    min: E.Expr
+    extent: E.Expr
+    kind: str
+    body: Stmt
+
+    def __post_init__(self):
+        if self.kind not in FOR_KINDS:
+            raise ValueError(f"For {self.name}: unknown loop kind {self.kind!r}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Allocate(Stmt):
+    name: str
+    type: Type
+    extents: tuple     # of int32 Exprs, innermost first
+    memory: str
+    body: Stmt
+
+    def __post_init__(self):
+        if self.memory not in MEMORY_SPACES:
+            raise ValueError(f"Allocate {self.name}: unknown memory space {self.memory!r}")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Store(Stmt):
+    buffer: str
+    index: E.Expr
+    value: E.Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class LetStmt(Stmt):
+    name: str
+    value: E.Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class IfThenElse(Stmt):
+    cond: E.Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Barrier(Stmt):
+    """Synchronize the threads of a GPU block (no-op in serial emulation)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Block(Stmt):
+    stmts: tuple
+
+    @staticmethod
+    def make(stmts) -> Stmt:
+        flat = []
+        for s in stmts:
+            if s is None:
+                continue
+            if isinstance(s, Block):
+                flat.extend(s.stmts)
+            else:
+                flat.append(s)
+        if len(flat) == 1:
+            return flat[0]
+        return Block(tuple(flat))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ProducerConsumer(Stmt):
+    """Marks where Func ``name`` is produced or consumed (printing only)."""
+
+    name: str
+    is_producer: bool
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """One argument of the lowered program, in calling order.
+
+    kind "buffer": an input (``is_output`` False) or output array with
+    ``dims`` dimensions of scalar ``type``; kind "scalar": a Param.
+    """
+
+    name: str
+    kind: str
+    type: Type
+    dims: int = 0
+    is_output: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LoweredPipeline:
+    name: str
+    args: tuple            # of Argument
+    body: Stmt
+    target: str = "cpu"
+    notes: tuple = field(default=())   # human-readable remarks from lowering
+
+    def buffer_args(self):
+        return tuple(a for a in self.args if a.kind == "buffer")
+
+    def scalar_args(self):
+        return tuple(a for a in self.args if a.kind == "scalar")
+
+    def __str__(self) -> str:
+        sig = ", ".join(f"{a.name}: {a.type}{'[' + str(a.dims) + 'D]' if a.kind == 'buffer' else ''}"
+                        f"{' (out)' if a.is_output else ''}" for a in self.args)
+        return f"func {self.name}({sig}):\n{stmt_str(self.body, 1)}"
+
+
+# ---------------------------------------------------------------------------
+# Traversal
+# ---------------------------------------------------------------------------
+def stmt_children(s: Stmt) -> tuple:
+    if isinstance(s, (For, Allocate, LetStmt, ProducerConsumer)):
+        return (s.body,)
+    if isinstance(s, IfThenElse):
+        return (s.then_case,) if s.else_case is None else (s.then_case, s.else_case)
+    if isinstance(s, Block):
+        return s.stmts
+    return ()
+
+
+def stmt_exprs(s: Stmt) -> tuple:
+    """The Exprs a statement holds directly (not those of its children)."""
+    if isinstance(s, For):
+        return (s.min, s.extent)
+    if isinstance(s, Allocate):
+        return tuple(s.extents)
+    if isinstance(s, Store):
+        return (s.index, s.value)
+    if isinstance(s, LetStmt):
+        return (s.value,)
+    if isinstance(s, IfThenElse):
+        return (s.cond,)
+    return ()
+
+
+def walk_stmts(s: Stmt):
+    """Every statement, parents first."""
+    stack = [s]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(stmt_children(n)))
+
+
+def map_stmt(s: Stmt, fn_stmt=None, fn_expr=None) -> Stmt:
+    """Rebuild ``s`` bottom-up.  ``fn_expr(e)`` rewrites every Expr it holds;
+    ``fn_stmt(s)`` may return a replacement (or None to keep recursing).
+    Unchanged subtrees are returned as the same objects."""
+    if fn_stmt is not None:
+        r = fn_stmt(s)
+        if r is not None:
+            return r
+    fe = fn_expr or (lambda e: e)
+    if isinstance(s, For):
+        mn, ext, body = fe(s.min), fe(s.extent), map_stmt(s.body, fn_stmt, fn_expr)
+        if mn is s.min and ext is s.extent and body is s.body:
+            return s
+        return For(s.name, mn, ext, s.kind, body)
+    if isinstance(s, Allocate):
+        exts = tuple(fe(e) for e in s.extents)
+        body = map_stmt(s.body, fn_stmt, fn_expr)
+        if all(a is b for a, b in zip(exts, s.extents)) and body is s.body:
+            return s
+        return Allocate(s.name, s.type, exts, s.memory, body)
+    if isinstance(s, Store):
+        i, v = fe(s.index), fe(s.value)
+        return s if (i is s.index and v is s.value) else Store(s.buffer, i, v)
+    if isinstance(s, LetStmt):
+        v, body = fe(s.value), map_stmt(s.body, fn_stmt, fn_expr)
+        return s if (v is s.value and body is s.body) else LetStmt(s.name, v, body)
+    if isinstance(s, IfThenElse):
+        c = fe(s.cond)
+        t = map_stmt(s.then_case, fn_stmt, fn_expr)
+        e = None if s.else_case is None else map_stmt(s.else_case, fn_stmt, fn_expr)
+        if c is s.cond and t is s.then_case and e is s.else_case:
+            return s
+        return IfThenElse(c, t, e)
+    if isinstance(s, Block):
+        parts = tuple(map_stmt(x, fn_stmt, fn_expr) for x in s.stmts)
+        return s if all(a is b for a, b in zip(parts, s.stmts)) else Block.make(parts)
+    if isinstance(s, ProducerConsumer):
+        body = map_stmt(s.body, fn_stmt, fn_expr)
+        return s if body is s.body else ProducerConsumer(s.name, s.is_producer, body)
+    return s
+
+
+# ---------------------------------------------------------------------------
+# Printing
+# ---------------------------------------------------------------------------
+def _e(x) -> str:
+    if isinstance(x, Load):
+        return f"{x.buffer}[{_e(x.index)}]"
+    from ..model.printer import expr_str
+    return expr_str(x)
+
+
+def stmt_str(s: Stmt, indent: int = 0) -> str:
+    pad = "  " * indent
+    if isinstance(s, For):
+        kind = "" if s.kind == "serial" else f"{s.kind} "
+        return (f"{pad}{kind}for {s.name} in [{_e(s.min)}, {_e(s.min)} + {_e(s.extent)}):\n"
+                f"{stmt_str(s.body, indent + 1)}")
+    if isinstance(s, Allocate):
+        exts = " x ".join(_e(e) for e in s.extents)
+        return f"{pad}allocate {s.name}[{s.type} * {exts}] in {s.memory}\n{stmt_str(s.body, indent)}"
+    if isinstance(s, Store):
+        return f"{pad}{s.buffer}[{_e(s.index)}] = {_e(s.value)}"
+    if isinstance(s, LetStmt):
+        return f"{pad}let {s.name} = {_e(s.value)}\n{stmt_str(s.body, indent)}"
+    if isinstance(s, IfThenElse):
+        out = f"{pad}if {_e(s.cond)}:\n{stmt_str(s.then_case, indent + 1)}"
+        if s.else_case is not None:
+            out += f"\n{pad}else:\n{stmt_str(s.else_case, indent + 1)}"
+        return out
+    if isinstance(s, Barrier):
+        return f"{pad}barrier()"
+    if isinstance(s, Block):
+        return "\n".join(stmt_str(x, indent) for x in s.stmts)
+    if isinstance(s, ProducerConsumer):
+        word = "produce" if s.is_producer else "consume"
+        return f"{pad}{word} {s.name}:\n{stmt_str(s.body, indent + 1)}"
+    return f"{pad}<{type(s).__name__}>"
