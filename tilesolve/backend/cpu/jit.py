@@ -1,0 +1,282 @@
+"""Optimize LLVM IR, turn it into native code in this process, and cache it on disk.
+
+Design
+------
+One path loads code, whether it was just compiled or came from the cache::
+
+    IR text --optimize()--> optimized ModuleRef --tm.emit_object()--> ELF object bytes
+                                                                     |      ^
+                                                            DiskCache.store  DiskCache.load
+                                                                     v      |
+    MCJIT engine (empty module) <--add_object_file-- ObjectFileRef.from_data(bytes)
+
+The engine is created over an *empty* module and the object is added with
+``engine.add_object_file``; MCJIT's RuntimeDyld relocates it and resolves external symbols
+(``ts_rt_*``, libm, ...) from the process. So a cache hit in a fresh process parses,
+optimizes and code-generates nothing. The engine (and with it the code) lives exactly as
+long as its :class:`JitModule`: keep that object alive while you call its addresses.
+
+:func:`optimize` runs LLVM's new pass manager at O3 with loop and SLP vectorization for the
+target machine, after setting the module's triple and data layout (so the vectorizer's
+cost model knows the vector widths).
+
+Cache entries are one file per key, ``<sha256>.tsobj``: a magic line, the sha256 of the
+payload, then the object and the optimized IR text (so ``llvm_ir()``/``assembly()`` still
+work on a hit). The key hashes the *unoptimized* IR text, the triple, CPU name, feature
+string, opt level, llvmlite and LLVM versions and a format number. Writes go to a temp file
+in the same directory and are published with ``os.replace`` (atomic on POSIX), so
+concurrent writers and readers never see half a file; a file that fails the magic or
+digest check is counted in ``DiskCache.corrupt``, ignored, and overwritten by the rebuild.
+
+All LLVM work happens under :data:`~tilesolve.backend.cpu.target.LLVM_LOCK` (llvmlite
+uses one global LLVMContext and ctypes releases the GIL). Calling the compiled functions
+needs no lock.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Union
+
+import llvmlite
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from .parallel import install_runtime
+from .target import LLVM_LOCK, Target, host_target
+
+__all__ = ["optimize", "JitModule", "DiskCache", "CacheEntry", "default_cache_dir",
+           "CACHE_FORMAT"]
+
+CACHE_FORMAT = 1
+_MAGIC = b"TSOBJ%03d\n" % CACHE_FORMAT
+_SUFFIX = ".tsobj"
+
+IRInput = Union[str, ir.Module]
+
+
+def default_cache_dir(environ: Mapping[str, str]) -> Path:
+    """``$TILESOLVE_CACHE_DIR`` if set and non-empty, else ``~/.cache/tilesolve/llvm``."""
+    explicit = environ.get("TILESOLVE_CACHE_DIR", "")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = environ.get("HOME")
+    base = Path(home) if home else Path.home()
+    return base / ".cache" / "tilesolve" / "llvm"
+
+
+def _ir_text(module: IRInput) -> str:
+    return module if isinstance(module, str) else str(module)
+
+
+def optimize(module: IRInput, target: Target | None = None) -> llvm.ModuleRef:
+    """Parse ``module`` (IR text or an ``llvmlite.ir.Module``), verify it, run O3 on it.
+
+    Raises ``RuntimeError`` with LLVM's message if the IR does not parse or verify.
+    """
+    target = target or host_target()
+    text = _ir_text(module)
+    with LLVM_LOCK:
+        mod = llvm.parse_assembly(text)
+        mod.triple = target.info.triple
+        mod.data_layout = target.info.data_layout
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(target.machine(), pto)
+        pb.getModulePassManager().run(mod, pb)
+        return mod
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """What the cache stores for one key."""
+
+    object_code: bytes
+    optimized_ir: str
+
+
+class DiskCache:
+    """An on-disk cache of object code, shareable between processes.
+
+    ``hits``/``misses`` count lookups in this process; ``corrupt`` counts entries that were
+    present but unreadable (and are rebuilt).
+    """
+
+    def __init__(self, directory: Union[str, os.PathLike]):
+        self.directory = Path(directory)
+        self.hits = 0
+        self.misses = 0
+        self.corrupt = 0
+
+    @staticmethod
+    def key(ir_text: str, target: Target) -> str:
+        h = hashlib.sha256()
+        parts = (f"tilesolve-cpu/{CACHE_FORMAT}", llvmlite.__version__,
+                 ".".join(map(str, llvm.llvm_version_info)), *target.info.cache_fields(),
+                 f"O{target.opt_level}")
+        for part in parts:
+            h.update(part.encode())
+            h.update(b"\0")
+        h.update(ir_text.encode())
+        return h.hexdigest()
+
+    def path(self, key: str) -> Path:
+        return self.directory / (key + _SUFFIX)
+
+    def load(self, key: str) -> CacheEntry | None:
+        """The entry for ``key``, or None if absent or corrupted."""
+        try:
+            blob = self.path(key).read_bytes()
+        except OSError:
+            self.misses += 1
+            return None
+        entry = _decode(blob)
+        if entry is None:
+            self.corrupt += 1
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry
+
+    def store(self, key: str, entry: CacheEntry) -> bool:
+        """Write ``entry`` atomically; on an OS error warn and return False."""
+        payload = struct.pack("<Q", len(entry.object_code)) + entry.object_code \
+            + entry.optimized_ir.encode()
+        blob = _MAGIC + hashlib.sha256(payload).digest() + payload
+        tmp = None
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=key[:16], suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(tmp, self.path(key))
+            return True
+        except OSError as exc:
+            warnings.warn(f"tilesolve: cannot write LLVM cache entry in {self.directory}: "
+                          f"{exc}", RuntimeWarning, stacklevel=2)
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            return False
+
+    def __repr__(self) -> str:
+        return (f"DiskCache({str(self.directory)!r}, hits={self.hits}, "
+                f"misses={self.misses}, corrupt={self.corrupt})")
+
+
+def _decode(blob: bytes) -> CacheEntry | None:
+    head = len(_MAGIC) + 32
+    if len(blob) < head + 8 or not blob.startswith(_MAGIC):
+        return None
+    digest, payload = blob[len(_MAGIC):head], blob[head:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    (nobj,) = struct.unpack_from("<Q", payload)
+    if 8 + nobj > len(payload):
+        return None
+    try:
+        text = payload[8 + nobj:].decode()
+    except UnicodeDecodeError:
+        return None
+    return CacheEntry(bytes(payload[8:8 + nobj]), text)
+
+
+class JitModule:
+    """Native code for one LLVM module, loaded into this process.
+
+    ``JitModule(ir_text, target=None, cache=None)``; then ``address(name)`` gives a function
+    pointer for ctypes. Attributes: ``cache_hit`` (True if the object came from ``cache``),
+    ``key`` (the cache key, computed even without a cache), ``compile_seconds`` (wall time
+    of the constructor) and ``timings`` (seconds per phase: optimize, codegen, load).
+    """
+
+    def __init__(self, ir_text: IRInput, target: Target | None = None,
+                 cache: DiskCache | None = None):
+        t0 = time.perf_counter()
+        self.target = target or host_target()
+        self.cache = cache
+        text = _ir_text(ir_text)
+        self.key = DiskCache.key(text, self.target)
+        self.timings: dict[str, float] = {}
+        entry = cache.load(self.key) if cache is not None else None
+        self.cache_hit = entry is not None
+        if entry is not None:
+            try:
+                self._engine = self._load(entry.object_code)
+            except RuntimeError:
+                # The digest matched but LLVM rejected the object (e.g. a foreign file):
+                # treat it like any corrupted entry.
+                cache.corrupt += 1
+                cache.hits -= 1
+                cache.misses += 1
+                entry, self.cache_hit = None, False
+        if entry is None:
+            entry = self._compile(text)
+            if cache is not None:
+                cache.store(self.key, entry)
+            self._engine = self._load(entry.object_code)
+        self._optimized_ir = entry.optimized_ir
+        self._assembly: str | None = None
+        self.compile_seconds = time.perf_counter() - t0
+
+    def _compile(self, text: str) -> CacheEntry:
+        with LLVM_LOCK:
+            t = time.perf_counter()
+            mod = optimize(text, self.target)
+            optimized = str(mod)
+            self.timings["optimize"] = time.perf_counter() - t
+            t = time.perf_counter()
+            obj = self.target.machine().emit_object(mod)
+            self.timings["codegen"] = time.perf_counter() - t
+        return CacheEntry(obj, optimized)
+
+    def _load(self, object_code: bytes) -> llvm.ExecutionEngine:
+        install_runtime()        # ts_rt_* must resolve before relocation
+        t = time.perf_counter()
+        with LLVM_LOCK:
+            holder = llvm.parse_assembly("")
+            holder.triple = self.target.info.triple
+            holder.data_layout = self.target.info.data_layout
+            engine = llvm.create_mcjit_compiler(holder, self.target.new_machine())
+            obj = llvm.ObjectFileRef.from_data(object_code)
+            if not obj._ptr:
+                raise RuntimeError("LLVM rejected the object code")
+            engine.add_object_file(obj)
+            engine.finalize_object()
+        self.timings["load"] = time.perf_counter() - t
+        return engine
+
+    def address(self, name: str) -> int:
+        """The address of function ``name``; ``KeyError`` if the module has none."""
+        with LLVM_LOCK:
+            addr = self._engine.get_function_address(name)
+        if not addr:
+            raise KeyError(f"no function {name!r} in the compiled module")
+        return addr
+
+    def llvm_ir(self) -> str:
+        """The optimized LLVM IR text (also available after a cache hit)."""
+        return self._optimized_ir
+
+    def assembly(self) -> str:
+        """Target assembly for the optimized IR (generated on first request)."""
+        if self._assembly is None:
+            with LLVM_LOCK:
+                mod = llvm.parse_assembly(self._optimized_ir)
+                self._assembly = self.target.machine().emit_assembly(mod)
+        return self._assembly
+
+    def __repr__(self) -> str:
+        return (f"JitModule(key={self.key[:12]}, cache_hit={self.cache_hit}, "
+                f"compile_seconds={self.compile_seconds:.3f})")
