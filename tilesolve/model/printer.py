@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from . import expr as E
 
-_PREC = {"or": 1, "and": 2, "eq": 3, "ne": 3, "lt": 3, "le": 3, "gt": 3, "ge": 3,
+# Python's precedence: comparisons bind looser than | and & (the boolean ops)
+_PREC = {"eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1, "or": 2, "and": 3,
          "add": 4, "sub": 4, "mul": 5, "div": 5, "mod": 5}
 
 
@@ -30,7 +31,8 @@ def expr_str(e, parent_prec: int = 0) -> str:
         if e.op in ("min", "max"):
             return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
         p = _PREC[e.op]
-        s = f"{expr_str(e.a, p)} {E.OP_SYMBOL[e.op]} {expr_str(e.b, p + 1)}"
+        left = p + 1 if e.op in E.CMP_OPS else p   # no chained comparisons
+        s = f"{expr_str(e.a, left)} {E.OP_SYMBOL[e.op]} {expr_str(e.b, p + 1)}"
         return f"({s})" if p < parent_prec else s
     if isinstance(e, E.Not):
         return f"~{expr_str(e.a, 9)}"
