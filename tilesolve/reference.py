@@ -1,0 +1,302 @@
+"""The reference evaluator: plain numpy evaluation straight from the algorithm.
+
+    out = ts.reference.realize(pipe, [W, H], input=arr, k=2.0)
+
+This is the test oracle every compiled result is compared with, so it depends
+only on the model (and on the interval analysis for the regions to compute),
+never on lowering or a backend.
+
+How it works:
+
+1. The arguments are checked (every input and Param bound, dtypes and ranks
+   exact, no unknown names) and the region each Func and input must cover is
+   found with ``required_regions``.  An input smaller than the region read
+   from it is a ``RealizeError``.
+2. Each Func, in topological order, is computed over its region into a numpy
+   array with an offset (the region's mins may be negative).  The pure
+   definition is one vectorized ``evaluate`` call with the pure Vars bound to
+   broadcastable ``np.arange`` grids (the innermost Var on the last numpy
+   axis); calls to Funcs and inputs already computed gather with fancy
+   indexing after checking that every index lies in what was computed.
+3. The update definitions run in order with Halide's semantics (see
+   ``reference_updates``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BoundsError, RealizeError
+from .model.evaluate import evaluate, extent_key
+from .model.pipeline import Pipeline
+
+__all__ = ["realize", "evaluate_pipeline", "Buffer"]
+
+
+class Buffer:
+    """A computed Func (or an input): ``array`` covers ``mins[d] .. mins[d]+extents[d]-1``.
+
+    ``mins`` and ``extents`` are innermost first; ``array``'s axes are reversed.
+    """
+
+    __slots__ = ("name", "array", "mins", "extents")
+
+    def __init__(self, name: str, array: np.ndarray, mins):
+        self.name = name
+        self.array = array
+        self.mins = tuple(int(m) for m in mins)
+        self.extents = tuple(reversed(array.shape))
+
+    def region(self) -> list[tuple[int, int]]:
+        """``[(lo, hi), ...]`` innermost first."""
+        return [(m, m + e - 1) for m, e in zip(self.mins, self.extents)]
+
+    def check_indices(self, idx, what: str) -> None:
+        """Raise ``BoundsError`` unless every index array lies in this buffer's region."""
+        for d, a in enumerate(idx):
+            a = np.asarray(a)
+            if a.size == 0:
+                continue
+            lo, hi = int(a.min()), int(a.max())
+            m, e = self.mins[d], self.extents[d]
+            if lo < m or hi > m + e - 1:
+                raise BoundsError(
+                    f"internal error in the reference: {what} {self.name} outside its computed "
+                    f"region: dimension {d} needs [{lo}, {hi}] but [{m}, {m + e - 1}] was "
+                    "computed (the required regions are too small)")
+
+    def offsets(self, idx) -> tuple:
+        """numpy index tuple (axes reversed) for checked index arrays."""
+        return tuple(np.asarray(a).astype(np.intp, copy=False) - m
+                     for a, m in zip(reversed(idx), reversed(self.mins)))
+
+    def gather(self, idx) -> np.ndarray:
+        """Values at broadcastable index arrays ``idx`` (one per dimension, innermost first)."""
+        shape = np.broadcast_shapes(*(np.shape(a) for a in idx))
+        if 0 in shape:
+            return np.zeros(shape, dtype=self.array.dtype)
+        self.check_indices(idx, "reading")
+        return self.array[self.offsets(idx)]
+
+
+# ---------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------
+def _bind_arguments(pipeline: Pipeline, kwargs: dict):
+    """Check ``kwargs`` against the pipeline: ``(images, params)`` dicts."""
+    valid = list(pipeline.images) + list(pipeline.params)
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise RealizeError(
+            f"realize(): unknown argument {unknown[0]!r}; this pipeline's inputs and params "
+            f"are: {', '.join(valid) if valid else '(none)'}")
+    images = {}
+    for name, img in pipeline.images.items():
+        if name not in kwargs:
+            raise RealizeError(
+                f"realize(): missing input {name!r} (a {img.dims}-D {img.type} numpy array)")
+        arr = kwargs[name]
+        if not isinstance(arr, np.ndarray):
+            raise RealizeError(
+                f"realize(): input {name!r} must be a numpy array, got {type(arr).__name__}")
+        if arr.ndim != img.dims:
+            raise RealizeError(
+                f"realize(): input {name!r} has rank {arr.ndim} (shape {arr.shape}) but the "
+                f"pipeline expects rank {img.dims}")
+        if arr.dtype != img.type.dtype:
+            raise RealizeError(
+                f"realize(): input {name!r} has dtype {arr.dtype} but the pipeline expects "
+                f"dtype {img.type.dtype} ({img.type}); convert it with .astype(np.{img.type.dtype})")
+        images[name] = arr
+    params = {}
+    for name, p in pipeline.params.items():
+        if name in kwargs:
+            v = kwargs[name]
+        elif p.default is not None:
+            v = p.default
+        else:
+            raise RealizeError(f"realize(): missing param {name!r} ({p.type}), which has no default")
+        params[name] = _param_value(p, v)
+    return images, params
+
+
+def _param_value(p, v):
+    """A Python number of Param ``p``'s kind, checked."""
+    t = p.type
+    if isinstance(v, np.generic):
+        v = v.item()
+    if t.is_bool():
+        if not isinstance(v, bool):
+            raise RealizeError(f"realize(): param {p.name!r} is bool, got {v!r}")
+        return v
+    if t.is_integral():
+        if isinstance(v, float) or not isinstance(v, int):
+            raise RealizeError(f"realize(): param {p.name!r} is {t}, got {v!r} ({type(v).__name__})")
+        if not t.can_represent(v):
+            raise RealizeError(f"realize(): param {p.name!r} is {t}; {v} does not fit")
+        return int(v)
+    if not isinstance(v, (int, float)):
+        raise RealizeError(f"realize(): param {p.name!r} is {t}, got {v!r} ({type(v).__name__})")
+    return float(v)
+
+
+def _output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
+    """Normalize ``sizes`` (a list innermost first, or a dict by output name)."""
+    names = pipeline.output_names
+    if isinstance(sizes, dict):
+        extra = sorted(set(sizes) - set(names))
+        if extra:
+            raise RealizeError(f"realize(): sizes given for {extra[0]!r}, which is not an output "
+                               f"(outputs: {', '.join(names)})")
+        missing = [n for n in names if n not in sizes]
+        if missing:
+            raise RealizeError(f"realize(): no sizes given for output {missing[0]!r}")
+        out = {n: sizes[n] for n in names}
+    else:
+        out = {n: sizes for n in names}
+    for n, s in out.items():
+        if isinstance(s, (int, np.integer)):
+            s = [s]
+        s = list(s)
+        dims = pipeline.func(n).dimensions()
+        if len(s) != dims:
+            raise RealizeError(
+                f"realize(): output {n} has {dims} dimensions but {len(s)} sizes were given ({s})")
+        for d, v in enumerate(s):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise RealizeError(
+                    f"realize(): size {d} of output {n} must be a positive int, got {v!r}")
+        out[n] = [int(v) for v in s]
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Regions
+# ---------------------------------------------------------------------------
+def _bounds_of(iv, what: str, d: int) -> tuple[int, int]:
+    lo, hi = iv.lo, iv.hi
+    for v in (lo, hi):
+        if not np.isfinite(float(v)):
+            raise BoundsError(f"the required region of {what} is unbounded in dimension {d} "
+                              f"([{lo}, {hi}]); clamp the indices that read it")
+    return int(np.floor(float(lo))), int(np.ceil(float(hi)))
+
+
+def _required_regions(pipeline, out_sizes, images, params) -> dict[str, list[tuple[int, int]]]:
+    """Concrete regions (innermost first) of every Func and input, via the interval analysis."""
+    from .analysis.intervals import required_regions
+    firsts = list(out_sizes.values())
+    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
+    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    regions = {}
+    for name, box in boxes.items():
+        regions[name] = [_bounds_of(iv, name, d) for d, iv in enumerate(box)]
+    return regions
+
+
+def check_input_regions(pipeline: Pipeline, images: dict, regions: dict) -> None:
+    """``RealizeError`` for an input smaller than the region the pipeline reads."""
+    for name in pipeline.images:
+        region = regions.get(name)
+        if region is None:
+            continue
+        arr = images[name]
+        for d, (lo, hi) in enumerate(region):
+            if hi < lo:
+                break        # nothing is read
+            ext = arr.shape[arr.ndim - 1 - d]
+            if lo < 0 or hi > ext - 1:
+                raise RealizeError(
+                    f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
+                    f"{arr.ndim - 1 - d}) is read over [{lo}, {hi}] but the array has extent "
+                    f"{ext} there (shape {arr.shape})")
+
+
+# ---------------------------------------------------------------------------
+# Evaluation
+# ---------------------------------------------------------------------------
+def base_env(pipeline: Pipeline, images: dict, params: dict) -> dict:
+    """Input extents and Param values (numpy scalars of their type), for ``evaluate``."""
+    env = {n: np.asarray(v, dtype=pipeline.params[n].type.dtype) for n, v in params.items()}
+    for name, arr in images.items():
+        for d in range(arr.ndim):
+            env[extent_key(name, d)] = np.int32(arr.shape[arr.ndim - 1 - d])
+    return env
+
+
+def evaluate_pipeline(pipeline: Pipeline, regions: dict, images: dict,
+                      params: dict | None = None) -> dict[str, Buffer]:
+    """Compute every Func of ``pipeline`` over ``regions[name]`` (``[(lo, hi)]`` innermost first).
+
+    ``images`` maps input names to (already checked) arrays; ``params`` maps
+    Param names to values.  Returns a Buffer per Func and input.
+    """
+    from .reference_updates import run_update
+    params = params or {}
+    env = base_env(pipeline, images, params)
+    buffers: dict[str, Buffer] = {n: Buffer(n, a, [0] * a.ndim) for n, a in images.items()}
+
+    def call(target, idx):
+        buf = buffers.get(target.name)
+        if buf is None:
+            raise BoundsError(f"internal error in the reference: {target.name} is read before "
+                              "it is computed")
+        return buf.gather(idx)
+
+    for name, f in pipeline.funcs.items():
+        if name not in regions:
+            raise BoundsError(f"internal error in the reference: no region for Func {name}")
+        region = [(int(lo), int(hi)) for lo, hi in regions[name]]
+        buf = _compute_pure(f, region, env, call)
+        buffers[name] = buf
+        for k, d in enumerate(f.updates):
+            run_update(f, k, d, buf, env, call)
+    return buffers
+
+
+def _compute_pure(f, region, env, call) -> Buffer:
+    n = len(region)
+    if n != f.dimensions():
+        raise BoundsError(f"internal error in the reference: region of {f.name} has {n} "
+                          f"dimensions, the Func has {f.dimensions()}")
+    shape = tuple(max(0, hi - lo + 1) for lo, hi in reversed(region))
+    mins = [lo for lo, _ in region]
+    dtype = f.type.dtype
+    if 0 in shape:
+        return Buffer(f.name, np.zeros(shape, dtype=dtype), mins)
+    local = dict(env)
+    for i, (v, (lo, hi)) in enumerate(zip(f.args, region)):
+        s = [1] * n
+        s[n - 1 - i] = hi - lo + 1
+        local[v.name] = np.arange(lo, hi + 1, dtype=np.int32).reshape(s)
+    val = evaluate(f.value, local, call)
+    arr = np.array(np.broadcast_to(np.asarray(val), shape), dtype=dtype)
+    return Buffer(f.name, arr, mins)
+
+
+def realize(pipeline: Pipeline, sizes, **inputs_and_params):
+    """Evaluate ``pipeline`` with numpy; the oracle for every compiled result.
+
+    ``sizes`` is a list innermost first (every output gets it) or a dict
+    output name -> sizes.  Inputs are numpy arrays passed by ImageParam name
+    (dtype must match exactly), Params by name (their default is used when
+    omitted).  Returns one array, or a tuple in ``pipeline.outputs`` order; an
+    output of sizes ``[W, H]`` has shape ``(H, W)``.
+    """
+    if not isinstance(pipeline, Pipeline):
+        raise RealizeError(f"realize(): expected a Pipeline, got {type(pipeline).__name__}")
+    images, params = _bind_arguments(pipeline, inputs_and_params)
+    out_sizes = _output_sizes(pipeline, sizes)
+    regions = _required_regions(pipeline, out_sizes, images, params)
+    # An output is always computed over at least what was asked for.
+    for name, s in out_sizes.items():
+        r = regions.get(name) or [(0, v - 1) for v in s]
+        regions[name] = [(min(lo, 0), max(hi, v - 1)) for (lo, hi), v in zip(r, s)]
+    check_input_regions(pipeline, images, regions)
+    buffers = evaluate_pipeline(pipeline, regions, images, params)
+    outs = []
+    for name, s in out_sizes.items():
+        buf = buffers[name]
+        sl = tuple(slice(-m, -m + v) for m, v in zip(reversed(buf.mins), reversed(s)))
+        outs.append(np.ascontiguousarray(buf.array[sl]))
+    return outs[0] if len(outs) == 1 else tuple(outs)
