@@ -5,18 +5,31 @@
     s[blur_y].tile(x, y, xo, yo, xi, yi, 256, 32).parallel(yo).vectorize(xi, 16)
     s[blur_x].compute_at(blur_y, xo).vectorize(x, 16)
 
-The frozen data model lowering consumes is in ``schedule_types.py``
-(``LoopLevel``, ``Split``, ``Fuse``, ``Dim``, ``StageSchedule``,
-``FuncSchedule``); ``s.func_schedule(name)`` returns a Func's value.
+``s[f]`` (a Func or its name) is a builder handle (``schedule_handle.py``);
+each directive is checked, recorded (``s.directives``, a replayable trace)
+and turns the Func's frozen ``FuncSchedule`` into a new one.  The data model
+lowering consumes is in ``schedule_types.py``; ``s.func_schedule(name)``
+returns a Func's value.  Defaults: outputs are computed and stored at root,
+every other Func is inlined; loops are the definitions' own, all serial.
+
+``print(s)`` shows the equivalent Python code; ``to_json``/``from_json``
+round-trip exactly; ``loop_nest(sizes)`` shows the loops with concrete bounds.
 """
 from __future__ import annotations
 
 import copy as _copy
 
 from ..errors import ScheduleError
+from . import expr as E
 from .pipeline import Pipeline
-from .schedule_types import (TARGETS, Bound, Dim, FuncSchedule, Fuse,  # noqa: F401
-                             LoopLevel, Split, StageSchedule)
+from .schedule_facts import stage_facts
+from .schedule_handle import FuncHandle, StageHandle  # noqa: F401
+from .schedule_levels import check_all, validate
+from .schedule_types import (TARGETS, Bound, Dim, Directive, FuncSchedule,  # noqa: F401
+                             Fuse, LoopLevel, Split, StageSchedule)
+
+__all__ = ["Schedule", "LoopLevel", "Split", "Fuse", "Dim", "StageSchedule", "FuncSchedule",
+           "Bound", "Directive", "default_func_schedule"]
 
 
 def default_stage_schedules(func) -> tuple:
@@ -26,8 +39,7 @@ def default_stage_schedules(func) -> tuple:
         dims = []
         if u.rdom is not None:
             dims.extend(Dim(rv.name, "serial", True) for rv in u.rdom.rvars())
-        from .expr import Var
-        dims.extend(Dim(a.name) for a in u.args if isinstance(a, Var))
+        dims.extend(Dim(a.name) for a in u.args if isinstance(a, E.Var))
         stages.append(StageSchedule((), tuple(dims)))
     return tuple(stages)
 
@@ -39,9 +51,12 @@ def default_func_schedule(func, is_output: bool) -> FuncSchedule:
 
 
 class Schedule:
-    """A pipeline's schedule: per-Func ``FuncSchedule`` values, a target
-    (``"cpu"`` or ``"cuda"``) and ``provenance`` (a JSON-able dict: method,
-    predicted_cost, solve_time, fallback, status, objective, best_bound, gap...).
+    """A pipeline's schedule.
+
+    ``pipeline``: the Pipeline (never mutated).  ``target``: ``"cpu"`` or
+    ``"cuda"``.  ``provenance``: a free-form JSON-able dict filled by the
+    solvers (method, predicted_cost, solve_time, fallback, status, objective,
+    best_bound, gap, columns, groups...).  ``directives``: the recorded calls.
     """
 
     def __init__(self, pipeline: Pipeline, target: str = "cpu"):
@@ -52,21 +67,122 @@ class Schedule:
         self.pipeline = pipeline
         self.target = target
         self.provenance: dict = {}
-        self._funcs: dict[str, FuncSchedule] = {
+        self._defaults: dict[str, FuncSchedule] = {
             n: default_func_schedule(f, pipeline.is_output(n)) for n, f in pipeline.funcs.items()}
+        self._funcs: dict[str, FuncSchedule] = dict(self._defaults)
+        self._explicit_store: dict[str, LoopLevel] = {}
+        self._log: list[Directive] = []
+        self._facts: dict[str, tuple] = {}
 
+    # -- handles -------------------------------------------------------------------
+    def __getitem__(self, f) -> FuncHandle:
+        """``s[f]`` or ``s["f"]``: the builder handle of Func ``f``."""
+        name = getattr(f, "name", f)
+        if not isinstance(name, str) or name not in self._funcs:
+            known = ", ".join(self._funcs)
+            if name in self.pipeline.images:
+                raise ScheduleError(f"{name} is an input of the pipeline; only Funcs are "
+                                    f"scheduled (Funcs: {known})")
+            raise ScheduleError(f"no Func named {name!r} in this pipeline; Funcs: {known}")
+        if getattr(f, "name", None) is not None and self.pipeline.funcs[name] is not f:
+            raise ScheduleError(f"Func {name} is not the Func of that name in this pipeline")
+        return FuncHandle(self, name)
+
+    def _stage_facts(self, name: str) -> tuple:
+        facts = self._facts.get(name)
+        if facts is None:
+            facts = self._facts[name] = stage_facts(self.pipeline, name)
+        return facts
+
+    def _commit(self, name: str, new: FuncSchedule, directive: Directive,
+                explicit_store: dict | None = None) -> None:
+        """Check the schedule with ``name`` replaced by ``new``; then keep it."""
+        funcs = dict(self._funcs)
+        funcs[name] = new
+        up = "" if directive.stage == 0 else f".update({directive.stage - 1})"
+        check_all(self.pipeline, funcs, f"s[{name}]{up}.{directive.method}")
+        self._funcs = funcs
+        if explicit_store is not None:
+            self._explicit_store = explicit_store
+        self._log.append(directive)
+
+    # -- the values ----------------------------------------------------------------
     def func_schedule(self, name) -> FuncSchedule:
         """The frozen schedule of Func ``name`` (a Func or its name)."""
         name = getattr(name, "name", name)
         try:
             return self._funcs[name]
-        except KeyError:
+        except (KeyError, TypeError):
             raise ScheduleError(f"no Func named {name!r} in this pipeline; Funcs: "
                                 f"{', '.join(self._funcs)}") from None
 
+    def func_schedules(self) -> dict:
+        """``{name: FuncSchedule}`` for every Func, producers first."""
+        return dict(self._funcs)
+
+    @property
+    def directives(self) -> tuple:
+        """The recorded directive calls, in call order (a replayable trace)."""
+        return tuple(self._log)
+
+    def is_default(self, name) -> bool:
+        """Whether Func ``name`` has its default schedule."""
+        name = getattr(name, "name", name)
+        return self.func_schedule(name) == self._defaults[name]
+
+    def validate(self) -> "Schedule":
+        """Whole-schedule checks (lowering calls this): inlined Funcs carry no
+        loop schedule, and every use of a Func computed at a loop is inside it."""
+        validate(self.pipeline, self._funcs, self._explicit_store, self._defaults)
+        return self
+
     def copy(self) -> "Schedule":
+        """An independent copy (directives, values and provenance)."""
         new = object.__new__(Schedule)
         new.__dict__.update(self.__dict__)
         new.provenance = _copy.deepcopy(self.provenance)
         new._funcs = dict(self._funcs)
+        new._explicit_store = dict(self._explicit_store)
+        new._log = list(self._log)
         return new
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Schedule):
+            return NotImplemented
+        return (self.pipeline is other.pipeline and self.target == other.target
+                and self._log == other._log and self._funcs == other._funcs
+                and self.provenance == other.provenance)
+
+    __hash__ = None  # mutable builder
+
+    # -- text ----------------------------------------------------------------------
+    def __str__(self) -> str:
+        from .schedule_print import schedule_code
+        return schedule_code(self)
+
+    def __repr__(self) -> str:
+        return (f"<Schedule of {', '.join(self.pipeline.output_names)} for {self.target}: "
+                f"{len(self._log)} directives>")
+
+    def explain(self) -> str:
+        """Where the schedule came from and what it does, in words."""
+        from .schedule_print import explain
+        return explain(self)
+
+    def to_json(self) -> str:
+        """The schedule as JSON text (``from_json`` rebuilds it exactly)."""
+        from .schedule_io import to_json
+        return to_json(self)
+
+    @staticmethod
+    def from_json(text: str, pipeline: Pipeline) -> "Schedule":
+        """Rebuild a schedule of ``pipeline`` from ``to_json`` text by replaying
+        its directives."""
+        from .schedule_io import from_json
+        return from_json(text, pipeline)
+
+    def loop_nest(self, sizes, *, input_sizes=None, params=None) -> str:
+        """The loop nest with concrete bounds for output sizes ``sizes`` (like
+        Halide's ``print_loop_nest``)."""
+        from .schedule_loopnest import loop_nest
+        return loop_nest(self, sizes, input_sizes=input_sizes, params=params)

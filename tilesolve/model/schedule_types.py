@@ -223,3 +223,21 @@ def resolve_tail(tail: str, *, is_update: bool, is_rvar: bool, is_output: bool) 
     if not is_update:
         return "shift_inward"
     return "guard_with_if" if is_output else "round_up"
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """One recorded builder call: ``s[func]`` (``stage == 0``) or
+    ``s[func].update(stage - 1)``, then ``.method(*args, **dict(kwargs))``.
+
+    Each argument is a pair ``(kind, value)``: ``("var", "xo")`` a loop name,
+    ``("func", "blur_y")`` a Func name, ``("int", 16)`` or ``("str", "heap")``.
+    ``kwargs`` holds ``(name, arg)`` pairs, only those that differ from the
+    default.  Replaying the directives in order rebuilds the schedule exactly.
+    """
+
+    func: str
+    stage: int
+    method: str
+    args: tuple = ()
+    kwargs: tuple = ()

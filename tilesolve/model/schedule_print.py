@@ -1,0 +1,162 @@
+"""A Schedule as the Python code a user would write, and ``explain()``.
+
+    # tilesolve schedule for pipeline outputs: blur_y
+    xo, yo, xi, yi = ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi")
+    s[blur_y].tile(x, y, xo, yo, xi, yi, 256, 32).parallel(yo).vectorize(xi, 16)
+    s[blur_x].compute_at(blur_y, xo).vectorize(x, 16)
+
+One chain per stage, consumers before producers (the order in which the
+calls are valid: a ``compute_at`` names loops its consumer's chain made);
+within a chain the calls keep their recorded order.  If that grouping would
+not rebuild the same schedule (a rare order dependence between Funcs), the
+directives are printed in recorded order instead.  Loop names the algorithm
+does not define are declared at the top; provenance becomes comment lines.
+"""
+from __future__ import annotations
+
+from .schedule_types import Directive
+
+
+def _arg(a) -> str:
+    kind, v = a
+    if kind in ("var", "func"):
+        return v
+    if kind == "str":
+        return '"' + v + '"'
+    return str(v)
+
+
+def _head(d: Directive) -> str:
+    h = f"s[{d.func}]" if d.func.isidentifier() else f's["{d.func}"]'
+    return h if d.stage == 0 else f"{h}.update({d.stage - 1})"
+
+
+def _call(d: Directive) -> str:
+    parts = [_arg(a) for a in d.args] + [f"{k}={_arg(v)}" for k, v in d.kwargs]
+    return f".{d.method}({', '.join(parts)})"
+
+
+def _grouped(s) -> list:
+    order = {n: i for i, n in enumerate(reversed(s.pipeline.order()))}
+    groups: dict = {}
+    for d in s.directives:
+        groups.setdefault((d.func, d.stage), []).append(d)
+    keys = sorted(groups, key=lambda k: (order[k[0]], k[1]))
+    return [groups[k] for k in keys]
+
+
+def _rebuilds(s, chains) -> bool:
+    from ..errors import ScheduleError
+    from .schedule import Schedule
+    from .schedule_io import replay
+    t = Schedule(s.pipeline, s.target)
+    try:
+        replay(t, [d for chain in chains for d in chain])
+    except ScheduleError:
+        return False
+    return t.func_schedules() == s.func_schedules()
+
+
+def chains(s) -> list:
+    """The directives grouped into printed chains (lists of Directives)."""
+    grouped = _grouped(s)
+    if _rebuilds(s, grouped):
+        return grouped
+    out: list = []
+    for d in s.directives:
+        if out and (out[-1][-1].func, out[-1][-1].stage) == (d.func, d.stage):
+            out[-1].append(d)
+        else:
+            out.append([d])
+    return out
+
+
+def _known_names(pipeline) -> set:
+    names = set()
+    for f in pipeline.funcs.values():
+        names.update(a.name for a in f.pure.args)
+        for u in f.updates:
+            if u.rdom is not None:
+                names.update(rv.name for rv in u.rdom.rvars())
+    return names
+
+
+def provenance_lines(prov: dict) -> list:
+    """Comment lines summarizing provenance (solver, cost, time, gap...)."""
+    if not prov:
+        return []
+    head = []
+    if "method" in prov:
+        head.append(f"solver: {prov['method']}")
+    if "status" in prov:
+        head.append(f"status {prov['status']}")
+    if "predicted_cost" in prov:
+        head.append(f"predicted cost {_num(prov['predicted_cost'])}")
+    if "solve_time" in prov:
+        head.append(f"solve {_num(prov['solve_time'])} s")
+    if "gap" in prov and prov["gap"] is not None:
+        head.append(f"gap {_num(prov['gap'])}")
+    if prov.get("fallback"):
+        head.append(f"fallback: {prov['fallback']}")
+    return [f"# {', '.join(head)}"] if head else []
+
+
+def _num(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def schedule_code(s) -> str:
+    lines = [f"# tilesolve schedule for pipeline outputs: {', '.join(s.pipeline.output_names)}"
+             + ("" if s.target == "cpu" else f" (target {s.target})")]
+    lines += provenance_lines(s.provenance)
+    cs = chains(s)
+    known = _known_names(s.pipeline)
+    new: list = []
+    for chain in cs:
+        for d in chain:
+            for kind, v in d.args:
+                if kind == "var" and v not in known and v not in new:
+                    new.append(v)
+    if new:
+        lines.append(", ".join(new) + " = " + ", ".join(f'ts.Var("{n}")' for n in new))
+    for chain in cs:
+        lines.append(_head(chain[0]) + "".join(_call(d) for d in chain))
+    if not cs:
+        lines.append("# default schedule: outputs computed at root, every other Func inlined")
+    return "\n".join(lines) + "\n"
+
+
+def _func_summary(s, name) -> list:
+    fs = s.func_schedule(name)
+    if fs.compute.kind == "inline":
+        return [f"{name}: inlined into its consumers"]
+    where = "at root" if fs.compute.kind == "root" else f"at {fs.compute}"
+    store = "" if fs.store == fs.compute else f", stored {fs.store}"
+    mem = "" if fs.memory == "auto" else f", in {fs.memory} memory"
+    out = [f"{name}: computed {where}{store}{mem}"]
+    for k, st in enumerate(fs.stages):
+        label = "pure" if k == 0 else f"update {k - 1}"
+        loops = ", ".join(d.var if d.kind == "serial" else f"{d.var} {d.kind}"
+                          for d in reversed(st.dims))
+        out.append(f"  {label} loops (outer to inner): {loops or '(none)'}")
+    return out
+
+
+def explain(s) -> str:
+    """Provenance (every key), then what each Func does, producers first."""
+    p = s.provenance
+    lines = []
+    if p:
+        lines.append("How this schedule was made:")
+        for k in sorted(p):
+            if k == "groups":
+                continue
+            lines.append(f"  {k}: {_num(p[k]) if not isinstance(p[k], (dict, list)) else p[k]}")
+        for i, g in enumerate(p.get("groups") or []):
+            lines.append(f"  group {i}: {g}")
+    else:
+        lines.append("Written by hand (no provenance).")
+    lines.append(f"Target: {s.target}")
+    for name in s.pipeline.order():
+        lines.extend(_func_summary(s, name))
+    return "\n".join(lines) + "\n"
