@@ -1,0 +1,409 @@
+"""Translate a tilesolve Pipeline into the same algorithm in Halide's Python API.
+
+    from tilesolve.interop import halide as th
+    hp = th.translate(pipe)                  # fresh Halide Funcs, Vars, RDoms...
+    hp.apply_schedule(schedule)              # optional: our Schedule as Halide calls
+    seconds = hp.compile()                   # Halide's JIT for the host
+    out = hp.realize([W, H], input=arr)      # numpy in, numpy out (same axis order)
+
+Optional: everything here needs ``import halide`` (the ``halide`` extra of
+the package; ``available()`` says whether it imports and why not).
+
+What translates, node by node (every Halide rule below is the same as ours,
+which is why a translation can be checked bit for bit on integers):
+
+* ``Const`` -> a typed Halide immediate (``hl.u8(3)``, ``hl.f32(0.5)``...).
+* ``Var`` -> ``hl.Var`` of the same name (``.`` -> ``_``; ``_`` and ``_0``
+  style names, which Halide reserves, get a ``v`` prefix); ``RVar`` -> the
+  ``hl.RVar`` of the translated ``hl.RDom`` (ranges and ``where`` predicates
+  translated too); ``Param`` -> ``hl.Param`` with its default;
+  ``BufferExtent`` -> ``image.dim(d).extent()``.
+* ``Cast`` -> ``hl.cast`` (int->int wraps, float->int truncates, x->bool is
+  ``x != 0``: Halide's rules and ours).
+* ``BinOp``: ``+ - * / %`` (Halide's integer ``/`` and ``%`` are Euclidean and
+  ``x / 0 == x % 0 == 0``, float ``%`` is ``a - b*floor(a/b)``: ours), ``min``
+  ``max`` -> ``hl.min``/``hl.max``, comparisons, ``&``/``|`` on bools.
+* ``Not`` -> ``hl.logical_not``; ``Select`` -> ``hl.select``.
+* ``Call`` of a Func or an input -> the Halide Func / ImageParam called.
+* ``Intrinsic``: sqrt exp log pow sin cos tan atan2 floor ceil round
+  (ties to even in both) and abs (Halide's abs of a signed integer is
+  unsigned: cast back to our type, so ``abs(int.min)`` wraps as ours does).
+* ``Let`` -> its value substituted into the body (Halide CSEs it again).
+
+Differences that remain: Halide may fuse float multiply-adds (FMA) and uses
+its own math library, so float results can differ by a few ulps (compare
+with a tolerance); signed 32-bit overflow is undefined in Halide but wraps
+here (the apps do not overflow).  Boundary conditions need no special case:
+ours are ordinary Funcs built from clamp/select, translated as written.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+
+from ..errors import RealizeError, TilesolveError
+from ..model import expr as E
+from ..model.func import Func
+from ..model.pipeline import Pipeline
+
+__all__ = ["available", "hl_module", "translate", "HalidePipeline", "hl_type", "halide_name"]
+
+_IMPORT_ERROR: list = []
+
+
+def hl_module():
+    """The ``halide`` module; ``TilesolveError`` saying why when it does not import."""
+    try:
+        import halide
+    except Exception as exc:  # ImportError, or a broken shared library
+        raise TilesolveError(
+            f"Halide is not available: `import halide` failed ({type(exc).__name__}: {exc}); "
+            "install it with `pip install tilesolve[halide]` (or `pip install halide`)") from None
+    return halide
+
+
+def available() -> tuple[bool, str]:
+    """``(True, version)`` when Halide's Python bindings import, else ``(False, reason)``."""
+    try:
+        hl = hl_module()
+    except TilesolveError as exc:
+        return False, str(exc)
+    return True, getattr(hl, "__version__", "halide")
+
+
+def hl_type(t):
+    """The Halide type of tilesolve type ``t``."""
+    hl = hl_module()
+    if t.is_bool():
+        return hl.Bool()
+    if t.is_float():
+        return hl.Float(t.bits)
+    return hl.Int(t.bits) if t.is_int() else hl.UInt(t.bits)
+
+
+_RESERVED = re.compile(r"^_\d*$")
+
+
+def halide_name(name: str) -> str:
+    """A name Halide accepts for a Var/Func/loop: ``.`` -> ``_``, reserved names prefixed."""
+    s = name.replace(".", "_").replace("$", "_")
+    if _RESERVED.match(s):
+        s = "v" + s
+    return s
+
+
+class _Names:
+    """Unique Halide names for Funcs and RDoms (sanitizing may make two equal)."""
+
+    def __init__(self, taken=()):
+        self.used = set(taken)
+
+    def fresh(self, name: str) -> str:
+        base = halide_name(name)
+        s, k = base, 2
+        while s in self.used:
+            s, k = f"{base}_{k}", k + 1
+        self.used.add(s)
+        return s
+
+
+# ---------------------------------------------------------------------------
+# The translated pipeline
+# ---------------------------------------------------------------------------
+class HalidePipeline:
+    """A tilesolve Pipeline rebuilt in Halide, with fresh Halide objects.
+
+    ``funcs``, ``images`` and ``params`` map our names to the Halide Func,
+    ImageParam and Param; ``rdoms`` maps our RDom objects (by id) to Halide
+    RDoms; ``pipeline`` is the ``hl.Pipeline`` of the outputs.  Each call of
+    ``translate`` gives new objects, so each can get its own schedule.
+    """
+
+    def __init__(self, source: Pipeline):
+        self.hl = hl_module()
+        self.source = source
+        self.funcs: dict = {}
+        self.images: dict = {}
+        self.params: dict = {}
+        self.rdoms: dict = {}
+        self.vars: dict = {}
+        self.pipeline = None
+        self.compile_seconds: float | None = None
+        self._compiled = False
+        self._keep: list = []          # numpy arrays Halide buffers point into
+        self._out_bufs: dict = {}
+        self.schedule_source = ""      # the Halide schedule applied, as text
+
+    # -- algorithm ---------------------------------------------------------------
+    def var(self, name: str):
+        v = self.vars.get(name)
+        if v is None:
+            v = self.vars[name] = self.hl.Var(halide_name(name))
+        return v
+
+    def _build(self):
+        hl, src = self.hl, self.source
+        names = _Names()
+        for name, img in src.images.items():
+            self.images[name] = hl.ImageParam(hl_type(img.type), img.dims, names.fresh(name))
+        for name, p in src.params.items():
+            hp = hl.Param(hl_type(p.type), names.fresh(name))
+            if p.default is not None:
+                hp.set(p.default)
+            self.params[name] = hp
+        for name in src.order():
+            self.funcs[name] = hl.Func(names.fresh(name))
+        self._names = names
+        tr = _ExprTranslator(self)
+        for name in src.order():
+            f: Func = src.func(name)
+            hf = self.funcs[name]
+            try:
+                pure = f.pure
+                hf[[self.var(a.name) for a in pure.args]] = tr.expr(pure.value)
+                for u in f.updates:
+                    args = [tr.expr(a) for a in u.args]
+                    hf[args] = tr.expr(u.value)
+            except TilesolveError:
+                raise
+            except Exception as exc:
+                raise TilesolveError(
+                    f"Halide rejected the translation of Func {name}: {_halide_message(exc)}") from None
+        self.pipeline = hl.Pipeline([self.funcs[o] for o in src.output_names])
+        return self
+
+    # -- running -----------------------------------------------------------------
+    def target(self):
+        """Halide's JIT target for this machine (``HL_JIT_TARGET`` if set, else host)."""
+        return self.hl.get_jit_target_from_environment()
+
+    def compile(self) -> float:
+        """JIT-compile the pipeline for the host; returns (and keeps) the seconds taken."""
+        t0 = time.perf_counter()
+        try:
+            self.pipeline.compile_jit(self.target())
+        except Exception as exc:
+            raise TilesolveError(f"Halide could not compile the pipeline: {_halide_message(exc)}") from None
+        self.compile_seconds = time.perf_counter() - t0
+        self._compiled = True
+        return self.compile_seconds
+
+    def bind(self, **inputs_and_params) -> None:
+        """Bind numpy inputs (by ImageParam name) and Param values for the next realizes."""
+        unknown = sorted(set(inputs_and_params) - set(self.images) - set(self.params))
+        if unknown:
+            raise RealizeError(f"realize(): unknown argument {unknown[0]!r}; inputs and params: "
+                               f"{', '.join(list(self.images) + list(self.params)) or '(none)'}")
+        keep = []
+        for name, img in self.source.images.items():
+            if name not in inputs_and_params:
+                raise RealizeError(f"realize(): missing input {name!r}")
+            arr = np.ascontiguousarray(inputs_and_params[name])
+            if arr.dtype != img.type.dtype or arr.ndim != img.dims:
+                raise RealizeError(
+                    f"realize(): input {name!r} must be a {img.dims}-D {img.type.dtype} array, "
+                    f"got {arr.ndim}-D {arr.dtype}")
+            keep.append(arr)
+            self.images[name].set(self.hl.Buffer(arr))
+        for name, p in self.source.params.items():
+            if name in inputs_and_params:
+                self.params[name].set(inputs_and_params[name])
+            elif p.default is None:
+                raise RealizeError(f"realize(): missing param {name!r} ({p.type}), which has no default")
+        self._keep = keep
+
+    def output_buffers(self, sizes) -> list:
+        """Halide buffers for the outputs at ``sizes`` (a list, or a dict by output name)."""
+        key = repr(sizes)
+        bufs = self._out_bufs.get(key)
+        if bufs is None:
+            bufs = []
+            for name in self.source.output_names:
+                s = sizes[name] if isinstance(sizes, dict) else sizes
+                f = self.source.func(name)
+                if len(s) != f.dimensions():
+                    raise RealizeError(f"realize(): output {name} has {f.dimensions()} dimensions "
+                                       f"but {len(s)} sizes were given ({list(s)})")
+                bufs.append(self.hl.Buffer(hl_type(f.type), [int(v) for v in s]))
+            self._out_bufs = {key: bufs}
+        return bufs
+
+    def run(self, sizes) -> list:
+        """Realize into reused output buffers (inputs bound with ``bind``); the buffers."""
+        bufs = self.output_buffers(sizes)
+        if not self._compiled:
+            self.compile()
+        try:
+            self.pipeline.realize(bufs if len(bufs) > 1 else bufs[0])
+        except Exception as exc:
+            raise TilesolveError(f"Halide failed to realize the pipeline: {_halide_message(exc)}") from None
+        return bufs
+
+    def realize(self, sizes, **inputs_and_params):
+        """Like ``ts.reference.realize``: one array, or a tuple in output order."""
+        self.bind(**inputs_and_params)
+        outs = [np.array(np.asarray(b)) for b in self.run(sizes)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def apply_schedule(self, schedule) -> None:
+        """Apply a tilesolve Schedule as Halide scheduling calls (see ``halide_schedule``)."""
+        from .halide_schedule import apply_schedule
+        apply_schedule(self, schedule)
+
+    def __repr__(self) -> str:
+        return f"HalidePipeline({self.source!r})"
+
+
+def translate(pipeline: Pipeline) -> HalidePipeline:
+    """The Halide version of ``pipeline`` (fresh Halide objects each call)."""
+    if not isinstance(pipeline, Pipeline):
+        raise TilesolveError(f"translate() needs a Pipeline, got {type(pipeline).__name__}")
+    return HalidePipeline(pipeline)._build()
+
+
+def _halide_message(exc) -> str:
+    msg = str(exc).strip()
+    return msg.splitlines()[-1] if msg else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------
+# Expressions
+# ---------------------------------------------------------------------------
+_CONST_MAKERS = {"bool": None, "uint8": "u8", "uint16": "u16", "uint32": "u32", "int8": "i8",
+                 "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64"}
+_MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round")
+
+
+class _ExprTranslator:
+    """Expr -> Halide Expr, memoized on node identity (the DAG stays a DAG)."""
+
+    def __init__(self, hp: HalidePipeline):
+        self.hp = hp
+        self.hl = hp.hl
+        self.memo: dict = {}
+        self.lets: dict = {}
+
+    def expr(self, e):
+        hit = self.memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        r = self._node(e)
+        self.memo[id(e)] = (e, r)     # inside a Let: the memo of that scope
+        return r
+
+    def _node(self, e):
+        hl = self.hl
+        if isinstance(e, E.Const):
+            return self.const(e.type, e.value)
+        if isinstance(e, (E.Var, E.RVar, E.Param)) and e.name in self.lets:
+            return self.lets[e.name]
+        if isinstance(e, E.Var):
+            return hl.Expr(self.hp.var(e.name))
+        if isinstance(e, E.RVar):
+            return hl.Expr(self.rdom(e.rdom)[e.index])
+        if isinstance(e, E.Param):
+            return hl.Expr(self.hp.params[e.name])
+        if isinstance(e, E.BufferExtent):
+            return self.hp.images[e.image].dim(e.dim).extent()
+        if isinstance(e, E.Cast):
+            return hl.cast(hl_type(e.type), self.expr(e.value))
+        if isinstance(e, E.BinOp):
+            return self.binop(e.op, self.expr(e.a), self.expr(e.b))
+        if isinstance(e, E.Not):
+            return hl.logical_not(self.expr(e.a))
+        if isinstance(e, E.Select):
+            return hl.select(self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value))
+        if isinstance(e, E.Call):
+            args = [self.expr(a) for a in e.args]
+            name = e.target.name
+            target = self.hp.funcs.get(name) if isinstance(e.target, Func) else self.hp.images.get(name)
+            if target is None:
+                raise TilesolveError(f"Halide translation: {name} is called but not in the pipeline")
+            return self.as_expr(target[args])
+        if isinstance(e, E.Intrinsic):
+            return self.intrinsic(e)
+        if isinstance(e, E.Let):
+            value = self.expr(e.value)
+            saved_memo, saved_lets = self.memo, self.lets
+            self.memo, self.lets = {}, dict(self.lets, **{e.name: value})
+            try:
+                return self.expr(e.body)
+            finally:
+                self.memo, self.lets = saved_memo, saved_lets
+        raise TilesolveError(f"Halide translation: no Halide form for the node {type(e).__name__} ({e})")
+
+    def as_expr(self, v):
+        """A Halide Expr of a FuncRef/Var/RVar/Param (an Expr is returned as is)."""
+        return v if isinstance(v, self.hl.Expr) else self.hl.Expr(v)
+
+    def const(self, t, value):
+        hl = self.hl
+        if t.is_bool():
+            return hl.Expr(bool(value))
+        return getattr(hl, _CONST_MAKERS[str(t)])(value)
+
+    def binop(self, op, a, b):
+        hl = self.hl
+        if op == "add":
+            return a + b
+        if op == "sub":
+            return a - b
+        if op == "mul":
+            return a * b
+        if op == "div":
+            return a / b        # Halide: Euclidean for integers, IEEE for floats
+        if op == "mod":
+            return a % b
+        if op == "min":
+            return hl.min(a, b)
+        if op == "max":
+            return hl.max(a, b)
+        if op == "eq":
+            return a == b
+        if op == "ne":
+            return a != b
+        if op == "lt":
+            return a < b
+        if op == "le":
+            return a <= b
+        if op == "gt":
+            return a > b
+        if op == "ge":
+            return a >= b
+        if op == "and":
+            return a & b
+        if op == "or":
+            return a | b
+        raise TilesolveError(f"Halide translation: unknown operator {op!r}")
+
+    def intrinsic(self, e):
+        hl = self.hl
+        args = [self.expr(a) for a in e.args]
+        t = e.type
+        if e.name == "abs":
+            if t.is_uint() or t.is_bool():
+                return args[0]
+            r = hl.abs(args[0])
+            return r if t.is_float() else hl.cast(hl_type(t), r)
+        if e.name in _MATH1:
+            r = getattr(hl, e.name)(args[0])
+        elif e.name in ("pow", "atan2"):
+            r = getattr(hl, e.name)(args[0], args[1])
+        else:
+            raise TilesolveError(f"Halide translation: no Halide form for the intrinsic {e.name}")
+        return r if r.type() == hl_type(t) else hl.cast(hl_type(t), r)
+
+    def rdom(self, rd):
+        """The Halide RDom of our RDom ``rd`` (built on first use, with its predicates)."""
+        h = self.hp.rdoms.get(id(rd))
+        if h is not None:
+            return h[1]
+        hl = self.hl
+        ranges = [hl.Range(self.expr(m), self.expr(x)) for m, x in zip(rd.mins, rd.extents)]
+        h = hl.RDom(ranges, self.hp._names.fresh(rd.name))
+        self.hp.rdoms[id(rd)] = (rd, h)
+        for p in rd.predicates:
+            h.where(self.expr(p))
+        return h
