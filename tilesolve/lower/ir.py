@@ -93,6 +93,18 @@ class Store(Stmt):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Provide(Stmt):
+    """``func[args] = value`` with one index Expr per dimension.
+
+    Lowering-internal: what a stage nest stores before storage flattening
+    turns it into a ``Store``; none remains in a ``LoweredPipeline``."""
+
+    func: str
+    args: tuple
+    value: E.Expr
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class LetStmt(Stmt):
     name: str
     value: E.Expr
@@ -161,6 +173,10 @@ class LoweredPipeline:
     body: Stmt
     target: str = "cpu"
     notes: tuple = field(default=())   # human-readable remarks from lowering
+    # (input name, ((min, extent), ...) innermost first): the region of each
+    # input the body may read, as Exprs of argument names (``b.extent.d``,
+    # Params); evaluate them to check the arrays before running.
+    input_regions: tuple = field(default=())
 
     def buffer_args(self):
         return tuple(a for a in self.args if a.kind == "buffer")
@@ -195,6 +211,8 @@ def stmt_exprs(s: Stmt) -> tuple:
         return tuple(s.extents)
     if isinstance(s, Store):
         return (s.index, s.value)
+    if isinstance(s, Provide):
+        return tuple(s.args) + (s.value,)
     if isinstance(s, LetStmt):
         return (s.value,)
     if isinstance(s, IfThenElse):
@@ -234,6 +252,11 @@ def map_stmt(s: Stmt, fn_stmt=None, fn_expr=None) -> Stmt:
     if isinstance(s, Store):
         i, v = fe(s.index), fe(s.value)
         return s if (i is s.index and v is s.value) else Store(s.buffer, i, v)
+    if isinstance(s, Provide):
+        args, v = tuple(fe(a) for a in s.args), fe(s.value)
+        if v is s.value and all(a is b for a, b in zip(args, s.args)):
+            return s
+        return Provide(s.func, args, v)
     if isinstance(s, LetStmt):
         v, body = fe(s.value), map_stmt(s.body, fn_stmt, fn_expr)
         return s if (v is s.value and body is s.body) else LetStmt(s.name, v, body)
@@ -274,6 +297,8 @@ def stmt_str(s: Stmt, indent: int = 0) -> str:
         return f"{pad}allocate {s.name}[{s.type} * {exts}] in {s.memory}\n{stmt_str(s.body, indent)}"
     if isinstance(s, Store):
         return f"{pad}{s.buffer}[{_e(s.index)}] = {_e(s.value)}"
+    if isinstance(s, Provide):
+        return f"{pad}{s.func}({', '.join(_e(a) for a in s.args)}) = {_e(s.value)}"
     if isinstance(s, LetStmt):
         return f"{pad}let {s.name} = {_e(s.value)}\n{stmt_str(s.body, indent)}"
     if isinstance(s, IfThenElse):
