@@ -1,0 +1,322 @@
+"""Loop IR (``tilesolve.lower.ir``) -> LLVM IR text for the host CPU.
+
+ABI of the generated entry function
+-----------------------------------
+::
+
+    i32 ts_<name>(i8** buffers, i32* dims, i64* scalars, i32 num_threads)
+
+* ``buffers[i]``: the data pointer of the i-th *buffer* argument, in
+  ``LoweredPipeline.args`` order (buffer arguments only; inputs and outputs alike).
+* ``dims``: for each buffer argument in the same order, for each dimension d (0 =
+  innermost): its extent, then its stride in *elements*; consecutively, so buffer i
+  dimension d is at ``2 * (sum of the ranks of buffers before i) + 2 * d``.  They bind the
+  loop IR's Vars ``<buffer>.extent.<d>`` and ``<buffer>.stride.<d>``.
+* ``scalars[j]``: the j-th scalar argument (a Param), in its low bytes: integers and bool
+  sign- or zero-extended (only the low bits are read), float32 as its bit pattern in the
+  low 32 bits, float64 as its 64-bit pattern.
+* ``num_threads``: the size of the thread team for parallel loops (``<= 0``: the runtime's
+  default).
+* Returns 0, or an error code: 1 = a heap allocation failed (the rest of that
+  allocation's scope was skipped; the outputs are incomplete).
+
+Outputs must not overlap inputs or each other: every buffer pointer is ``noalias``.
+The entry unpacks its arguments and calls ``ts_<name>.impl`` (internal, inlined by O3),
+whose pointer parameters carry ``noalias``.
+
+Loops
+-----
+serial, gpu_block, gpu_thread: plain counted loops (``gpu_thread`` loops are split at
+top-level barriers, the CPU emulation of a GPU block; Barrier itself emits nothing).
+unrolled (constant extent): the body once per iteration.  parallel: outlined with
+:func:`~.parallel.emit_parallel_for` (captured values passed as arguments, buffer pointers
+``noalias``); a parallel loop inside another, or inside a vectorized loop, runs serially.
+vectorized (constant extent W): the body once, with W-lane values (see
+``codegen_expr``/``codegen_memory``); when the body cannot be vectorized
+(``codegen_vector.vectorize_blocker``) a scalar loop is emitted and the reason goes
+into :attr:`GeneratedModule.notes`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ...errors import LoweringError
+from ...lower import ir as L
+from ...model import expr as E
+from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, llvm_type, mem_type
+from .codegen_memory import Buffer, MemoryEmitter
+from .codegen_vector import free_names, split_at_barriers, vectorize_blocker
+from .parallel import emit_parallel_for
+
+__all__ = ["GeneratedModule", "generate", "entry_name"]
+
+
+@dataclass(frozen=True)
+class GeneratedModule:
+    """The LLVM IR of one lowered pipeline, and how to call it."""
+
+    ir_text: str
+    entry: str                 # the entry function's symbol
+    buffer_args: tuple         # Arguments, in the order of ``buffers``
+    scalar_args: tuple         # Arguments, in the order of ``scalars``
+    notes: tuple               # remarks: loops not vectorized, allocations moved...
+
+
+def entry_name(pipeline_name: str) -> str:
+    return "ts_" + re.sub(r"\W", "_", pipeline_name)
+
+
+def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "") -> GeneratedModule:
+    """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI)."""
+    module = ir.Module(name=lowered.name)
+    if triple:
+        module.triple = triple
+    if data_layout:
+        module.data_layout = data_layout
+    notes: list[str] = []
+    bufs, scalars = lowered.buffer_args(), lowered.scalar_args()
+    name = entry_name(lowered.name)
+    impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes)
+    _emit_entry(module, name, impl, bufs, scalars)
+    return GeneratedModule(str(module), name, bufs, scalars, tuple(notes))
+
+
+def _impl_params(bufs, scalars):
+    params = []
+    for a in bufs:
+        params.append((a.name, mem_type(a.type).as_pointer()))
+        for d in range(a.dims):
+            params.append((f"{a.name}.extent.{d}", I32))
+            params.append((f"{a.name}.stride.{d}", I32))
+    for a in scalars:
+        params.append((a.name, llvm_type(a.type)))
+    params.append(("num_threads", I32))
+    return params
+
+
+def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
+    params = _impl_params(bufs, scalars)
+    fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("nounwind")
+    env, buffers = {}, {}
+    buf_names = {a.name: a for a in bufs}
+    for (pname, _), arg in zip(params, fn.args):
+        arg.name = pname
+        if pname in buf_names:
+            arg.add_attribute("noalias")
+            buffers[pname] = Buffer(arg, buf_names[pname].type)
+        elif pname != "num_threads":
+            env[pname] = arg
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    err = b.alloca(I32, name="err")
+    b.store(ir.Constant(I32, 0), err)
+    em = FnEmitter(module, fn, b, env, buffers, err, fn.args[-1], notes, in_parallel=False)
+    em.emit_stmt(lowered.body)
+    b.ret(b.load(err))
+    return fn
+
+
+def _emit_entry(module, name, impl, bufs, scalars) -> None:
+    i8pp = I8.as_pointer().as_pointer()
+    fnty = ir.FunctionType(I32, [i8pp, I32.as_pointer(), I64.as_pointer(), I32])
+    fn = ir.Function(module, fnty, name)
+    fn.attributes.add("nounwind")
+    pbuf, pdims, pscal, nthreads = fn.args
+    pbuf.name, pdims.name, pscal.name, nthreads.name = "buffers", "dims", "scalars", "num_threads"
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    args, k = [], 0
+    for i, a in enumerate(bufs):
+        raw = b.load(b.gep(pbuf, [ir.Constant(I32, i)], inbounds=True), align=8)
+        args.append(b.bitcast(raw, mem_type(a.type).as_pointer(), name=a.name))
+        for _ in range(2 * a.dims):
+            args.append(b.load(b.gep(pdims, [ir.Constant(I32, k)], inbounds=True), align=4))
+            k += 1
+    for j, a in enumerate(scalars):
+        raw = b.load(b.gep(pscal, [ir.Constant(I32, j)], inbounds=True), align=8)
+        t = llvm_type(a.type)
+        if a.type.is_float():
+            v = b.bitcast(b.trunc(raw, I32), t) if a.type.bits == 32 else b.bitcast(raw, t)
+        else:
+            v = b.trunc(raw, t)
+        args.append(v)
+    args.append(nthreads)
+    b.ret(b.call(impl, args))
+
+
+class FnEmitter(ExprEmitter, MemoryEmitter):
+    """Emits statements into one LLVM function (the entry's impl or an outlined body)."""
+
+    def __init__(self, module, fn, builder, env, buffers, err_ptr, num_threads, notes,
+                 in_parallel):
+        self.module, self.fn, self.b = module, fn, builder
+        self.env, self.buffers = env, buffers
+        self.err_ptr, self.num_threads = err_ptr, num_threads
+        self.notes, self.in_parallel = notes, in_parallel
+        self.lanes = 1
+        self.cache = [{}]
+        self.pure_memo = {}
+
+    # -- scopes ------------------------------------------------------------------------
+    def _scoped(self, name, value, emit):
+        """Run ``emit()`` with ``name`` bound to ``value`` and a fresh cache scope."""
+        shadow = name in self.env
+        old = self.env.get(name)
+        self.env[name] = value
+        saved = self.cache
+        self.cache = [{}] if shadow else saved + [{}]
+        try:
+            emit()
+        finally:
+            self.cache = saved
+            if shadow:
+                self.env[name] = old
+            else:
+                del self.env[name]
+
+    def _nested(self, emit):
+        saved = self.cache
+        self.cache = saved + [{}]
+        try:
+            emit()
+        finally:
+            self.cache = saved
+
+    # -- statements --------------------------------------------------------------------
+    def emit_stmt(self, s: L.Stmt) -> None:
+        if isinstance(s, L.Block):
+            for x in s.stmts:
+                self.emit_stmt(x)
+        elif isinstance(s, L.For):
+            self._for(s)
+        elif isinstance(s, L.Store):
+            self.emit_store(s)
+        elif isinstance(s, L.LetStmt):
+            value = self.emit(s.value)
+            self._scoped(s.name, value, lambda: self.emit_stmt(s.body))
+        elif isinstance(s, L.IfThenElse):
+            self._if(s)
+        elif isinstance(s, L.Allocate):
+            self.emit_allocate(s, lambda: self._nested(lambda: self.emit_stmt(s.body)))
+        elif isinstance(s, L.ProducerConsumer):
+            self.emit_stmt(s.body)
+        elif isinstance(s, L.Barrier):
+            pass
+        else:
+            raise LoweringError(f"codegen: unknown statement {type(s).__name__}")
+
+    def _if(self, s: L.IfThenElse) -> None:
+        cond = self.scalar(s.cond)
+        b = self.b
+        if s.else_case is None:
+            with b.if_then(cond):
+                self._nested(lambda: self.emit_stmt(s.then_case))
+        else:
+            with b.if_else(cond) as (then, otherwise):
+                with then:
+                    self._nested(lambda: self.emit_stmt(s.then_case))
+                with otherwise:
+                    self._nested(lambda: self.emit_stmt(s.else_case))
+
+    def _for(self, s: L.For) -> None:
+        kind = s.kind
+        if kind == "vectorized":
+            reason = None
+            if not isinstance(s.extent, E.Const):
+                reason = f"its extent {L._e(s.extent)} is not a constant"
+            elif self.lanes > 1:
+                reason = "it is nested in another vectorized loop"
+            else:
+                reason = vectorize_blocker(s.body, s.name)
+            if reason is None:
+                return self._vector_for(s)
+            self.notes.append(f"loop {s.name} is not vectorized: {reason}")
+        elif kind == "unrolled":
+            if isinstance(s.extent, E.Const):
+                return self._unrolled_for(s)
+            self.notes.append(f"loop {s.name} is not unrolled: its extent "
+                              f"{L._e(s.extent)} is not a constant")
+        elif kind == "parallel":
+            if not self.in_parallel and self.lanes == 1:
+                return self._parallel_for(s)
+            where = "another parallel loop" if self.in_parallel else "a vectorized loop"
+            self.notes.append(f"loop {s.name} runs serially: it is nested in {where}")
+        elif kind == "gpu_thread":
+            pieces = split_at_barriers(s.body)
+            if pieces is not None:
+                for p in pieces:
+                    self._serial_for(L.For(s.name, s.min, s.extent, "serial", p))
+                return None
+        self._serial_for(s)
+
+    def _serial_for(self, s: L.For) -> None:
+        mn, ext = self.scalar(s.min), self.scalar(s.extent)
+        self.counted_loop(s.name, mn, ext, lambda i: self._scoped(
+            s.name, i, lambda: self.emit_stmt(s.body)))
+
+    def counted_loop(self, name, mn, ext, body) -> None:
+        """``for i in [mn, mn + ext): body(i)`` as a rotated loop with a phi."""
+        b = self.b
+        zero = ir.Constant(I32, 0)
+        end = b.add(mn, ext, name=f"{name}.end")
+        pre = b.block
+        loop = self.fn.append_basic_block(f"{name}.loop")
+        after = self.fn.append_basic_block(f"{name}.after")
+        b.cbranch(b.icmp_signed(">", ext, zero), loop, after)
+        b.position_at_end(loop)
+        i = b.phi(I32, name=name)
+        i.add_incoming(mn, pre)
+        body(i)
+        nxt = b.add(i, ir.Constant(I32, 1), name=f"{name}.next", flags=("nsw",))
+        i.add_incoming(nxt, b.block)
+        b.cbranch(b.icmp_signed("<", nxt, end), loop, after)
+        b.position_at_end(after)
+
+    def _unrolled_for(self, s: L.For) -> None:
+        mn = self.scalar(s.min)
+        for k in range(max(0, s.extent.value)):
+            if isinstance(mn, ir.Constant):
+                i = ir.Constant(I32, mn.constant + k)
+            else:
+                i = self.b.add(mn, ir.Constant(I32, k), flags=("nsw",))
+            self._scoped(s.name, i, lambda: self.emit_stmt(s.body))
+
+    def _vector_for(self, s: L.For) -> None:
+        mn = self.scalar(s.min)
+        w = s.extent.value
+        if w <= 0:
+            return
+        if w == 1:
+            self._scoped(s.name, mn, lambda: self.emit_stmt(s.body))
+            return
+        self.lanes = w
+        try:
+            self._scoped(s.name, Ramp(mn, 1, w), lambda: self.emit_stmt(s.body))
+        finally:
+            self.lanes = 1
+
+    def _parallel_for(self, s: L.For) -> None:
+        mn, ext = self.scalar(s.min), self.scalar(s.extent)
+        used = free_names(s.body)
+        env_names = sorted(n for n in used if n in self.env)
+        buf_names = sorted(n for n in used if n in self.buffers)
+        captured = [self.env[n] for n in env_names] + [self.buffers[n].ptr for n in buf_names]
+        captured += [mn, self.err_ptr]
+        noalias = [False] * len(env_names) + [True] * len(buf_names) + [False, False]
+        buf_types = {n: self.buffers[n].type for n in buf_names}
+        module, notes = self.module, self.notes
+
+        def body(bld, i, caps):
+            env = dict(zip(env_names, caps))
+            bufs = {n: Buffer(p, buf_types[n]) for n, p in zip(buf_names, caps[len(env_names):])}
+            cmin, err = caps[-2], caps[-1]
+            sub = FnEmitter(module, bld.function, bld, env, bufs, err, None, notes,
+                            in_parallel=True)
+            var = bld.add(cmin, i, name=s.name, flags=("nsw",))
+            sub._scoped(s.name, var, lambda: sub.emit_stmt(s.body))
+
+        emit_parallel_for(self.b, module, ext, body, captured, self.num_threads,
+                          name=f"{s.name}.par", noalias=noalias)

@@ -1,0 +1,434 @@
+"""Expressions -> LLVM IR, scalar or W-lane vector, with the semantics of model/evaluate.py.
+
+The emitter is a mixin of the per-function emitter in ``codegen.py``.  It needs from its
+host: ``self.b`` (the IRBuilder), ``self.module``, ``self.env`` (name -> value),
+``self.lanes`` (1 outside vectorized loops) and ``self.emit_load`` (codegen_memory.py).
+
+Values
+------
+Inside a vectorized loop of W lanes an expression's value is one of
+
+* a scalar ``ir.Value``: uniform across the lanes (broadcast only when combined with a
+  vector, so uniform work stays scalar);
+* a :class:`Ramp` ``base + stride * lane`` (scalar base, constant stride): the loop
+  variable and affine functions of it; a Load/Store whose index is a stride-1 ramp is one
+  dense vector access;
+* a vector ``ir.Value`` of W lanes.
+
+Semantics (the table of types.py, as executed by evaluate.py): integers wrap (plain
+add/sub/mul; ``nsw`` only on the add/sub/mul spine of an index made purely of loop
+variables and constants); signed ``/`` and ``%`` are Euclidean with ``x/0 == x%0 == 0`` and
+the divisor guarded so that neither 0 nor ``INT_MIN / -1`` can trap; float ``%`` is
+``a - b*floor(a/b)``; float min/max reproduce numpy's ``minimum``/``maximum`` exactly
+(NaN from either side propagates, ties return the second operand); float->int casts to
+8/16-bit types go through i32 and to uint32 through i64, as numpy does on x86-64.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ...errors import LoweringError
+from ...model import expr as E
+from ...model.types import Type
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F32 = ir.FloatType()
+F64 = ir.DoubleType()
+
+# Intrinsics that exist as llvm.* for float scalars and vectors.
+_LLVM_MATH = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin",
+              "cos": "llvm.cos", "pow": "llvm.pow", "floor": "llvm.floor",
+              "ceil": "llvm.ceil", "round": "llvm.roundeven"}
+# Intrinsics called in the C library (per lane in vector code): name -> (f32, f64) symbol.
+_LIBM = {"tan": ("tanf", "tan"), "atan2": ("atan2f", "atan2")}
+
+_ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def llvm_type(t: Type) -> ir.Type:
+    """The register type of a scalar type (bool is i1)."""
+    if t.is_bool():
+        return I1
+    if t.is_float():
+        return F32 if t.bits == 32 else F64
+    return ir.IntType(t.bits)
+
+
+def mem_type(t: Type) -> ir.Type:
+    """The in-memory element type (bool is one byte, like numpy)."""
+    return I8 if t.is_bool() else llvm_type(t)
+
+
+def _mangle(ty: ir.Type) -> str:
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.FloatType):
+        return "f32"
+    if isinstance(ty, ir.DoubleType):
+        return "f64"
+    return f"i{ty.width}"
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """The lanes ``base + stride * k`` for k in [0, lanes): an integer vector, lazily."""
+
+    base: ir.Value
+    stride: int
+    lanes: int
+
+
+def is_varying(v) -> bool:
+    return isinstance(v, Ramp) or isinstance(v.type, ir.VectorType)
+
+
+class ExprEmitter:
+    """Mixin: ``emit(expr)`` -> scalar ir.Value, vector ir.Value or Ramp."""
+
+    # -- helpers ---------------------------------------------------------------------
+    def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def intrinsic(self, base: str, ty: ir.Type, nargs: int = 1) -> ir.Function:
+        return self.declare(f"{base}.{_mangle(ty)}", ty, [ty] * nargs)
+
+    def const(self, ty: ir.Type, value) -> ir.Constant:
+        """A constant of ``ty``; a splat when ``ty`` is a vector type."""
+        if isinstance(ty, ir.VectorType):
+            return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
+        return ir.Constant(ty, value)
+
+    def vec_type(self, ty: ir.Type) -> ir.Type:
+        return ty if self.lanes == 1 else ir.VectorType(ty, self.lanes)
+
+    def vec(self, v) -> ir.Value:
+        """Materialize ``v`` as a W-lane vector (broadcast a scalar, expand a ramp)."""
+        b = self.b
+        if isinstance(v, Ramp):
+            vt = ir.VectorType(v.base.type, v.lanes)
+            w = v.base.type.width
+            offs = [ir.Constant(v.base.type, _wrap(v.stride * k, w)) for k in range(v.lanes)]
+            return b.add(self.vec(v.base), ir.Constant(vt, offs))
+        if isinstance(v.type, ir.VectorType):
+            return v
+        vt = ir.VectorType(v.type, self.lanes)
+        if isinstance(v, ir.Constant):
+            return ir.Constant(vt, [v] * self.lanes)
+        one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
+        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
+
+    def scalar(self, e: E.Expr) -> ir.Value:
+        """Emit an Expr that must be uniform (loop bounds, allocation sizes, conditions)."""
+        v = self.emit(e)
+        if is_varying(v):
+            raise LoweringError(f"codegen: {e} varies across vector lanes where a uniform "
+                                "value is needed")
+        return v
+
+    # -- dispatch --------------------------------------------------------------------
+    def emit(self, e: E.Expr, index: bool = False):
+        """The value of ``e``; ``index`` marks the add/sub/mul spine of an address."""
+        key = (id(e), index)
+        for scope in reversed(self.cache):
+            v = scope.get(key)
+            if v is not None:
+                return v
+        v = self._emit_node(e, index)
+        self.cache[-1][key] = v
+        return v
+
+    def _emit_node(self, e, index):
+        if isinstance(e, E.Const):
+            return ir.Constant(llvm_type(e.type), e.value)
+        if isinstance(e, (E.Var, E.Param)):
+            return self.lookup(e.name)
+        if isinstance(e, E.BufferExtent):
+            return self.lookup(f"{e.image}.extent.{e.dim}")
+        if isinstance(e, E.BinOp):
+            return self._binop(e, index)
+        if isinstance(e, E.Not):
+            a = self.emit(e.a)
+            a = self.vec(a) if isinstance(a, Ramp) else a
+            return self.b.xor(a, self.const(a.type, 1))
+        if isinstance(e, E.Select):
+            return self._select(e)
+        if isinstance(e, E.Cast):
+            return self._cast(e)
+        if isinstance(e, E.Intrinsic):
+            return self._intrinsic(e)
+        if isinstance(e, E.Let):
+            return self._let(e)
+        if type(e).__name__ == "Load":
+            return self.emit_load(e)
+        raise LoweringError(f"codegen: cannot generate code for {type(e).__name__} node {e}; "
+                            "lowering should have removed it")
+
+    def lookup(self, name: str):
+        try:
+            return self.env[name]
+        except KeyError:
+            raise LoweringError(f"codegen: the name {name!r} is used but never defined "
+                                "(no loop, let, argument or param binds it)") from None
+
+    def _let(self, e: E.Let):
+        value = self.emit(e.value)
+        saved_env, saved_cache = self.env, self.cache
+        self.env = dict(self.env)
+        self.env[e.name] = value
+        self.cache = [{}]
+        try:
+            return self.emit(e.body)
+        finally:
+            self.env, self.cache = saved_env, saved_cache
+
+    # -- arithmetic ------------------------------------------------------------------
+    def _binop(self, e: E.BinOp, index: bool):
+        op, t = e.op, e.a.type
+        spine = index and op in ("add", "sub", "mul", "min", "max")
+        a = self.emit(e.a, spine)
+        if op in ("div", "mod") and isinstance(e.b, E.Const) and t.is_integral():
+            a = self.vec(a) if isinstance(a, Ramp) else a
+            return self._divmod_const(op, t, a, e.b.value)
+        b = self.emit(e.b, spine)
+        nsw = spine and t == _INT32 and self.pure_index(e)
+        ramp = self._ramp_arith(op, t, a, b, nsw)
+        if ramp is not None:
+            return ramp
+        if is_varying(a) or is_varying(b):
+            a, b = self.vec(a), self.vec(b)
+        return self.binop_values(op, t, a, b, nsw)
+
+    def _ramp_arith(self, op, t, a, b, nsw):
+        """add/sub of ramps and scalars, or a ramp times a constant, stays a Ramp."""
+        if not (isinstance(a, Ramp) or isinstance(b, Ramp)) or not t.is_integral():
+            return None
+        if any(not isinstance(v, Ramp) and isinstance(v.type, ir.VectorType) for v in (a, b)):
+            return None
+        flags = ("nsw",) if nsw else ()
+        lanes = a.lanes if isinstance(a, Ramp) else b.lanes
+        w = t.bits
+        ab, sa = (a.base, a.stride) if isinstance(a, Ramp) else (a, 0)
+        bb, sb = (b.base, b.stride) if isinstance(b, Ramp) else (b, 0)
+        if op == "add":
+            base, stride = self.b.add(ab, bb, flags=flags), sa + sb
+        elif op == "sub":
+            base, stride = self.b.sub(ab, bb, flags=flags), sa - sb
+        elif op == "mul" and (isinstance(bb, ir.Constant) and sb == 0
+                              or isinstance(ab, ir.Constant) and sa == 0):
+            c = bb.constant if sb == 0 else ab.constant
+            base = self.b.mul(ab, bb, flags=flags)
+            stride = (sa if sb == 0 else sb) * c
+        else:
+            return None
+        stride = _wrap(stride, w)
+        return base if stride == 0 else Ramp(base, stride, lanes)
+
+    def binop_values(self, op, t: Type, a, b, nsw=False):
+        """``a op b`` on two ir values of one type (scalars or vectors of W lanes)."""
+        bld = self.b
+        flags = ("nsw",) if nsw else ()
+        if op in _ICMP:
+            if t.is_float():
+                return bld.fcmp_unordered("!=", a, b) if op == "ne" \
+                    else bld.fcmp_ordered(_ICMP[op], a, b)
+            if t.is_int():
+                return bld.icmp_signed(_ICMP[op], a, b)
+            return bld.icmp_unsigned(_ICMP[op], a, b)     # uint and bool
+        if op == "and":
+            return bld.and_(a, b)
+        if op == "or":
+            return bld.or_(a, b)
+        if t.is_float():
+            if op == "add":
+                return bld.fadd(a, b)
+            if op == "sub":
+                return bld.fsub(a, b)
+            if op == "mul":
+                return bld.fmul(a, b)
+            if op == "div":
+                return bld.fdiv(a, b)
+            if op == "mod":
+                fl = self.intrinsic("llvm.floor", a.type)
+                return bld.fsub(a, bld.fmul(b, bld.call(fl, [bld.fdiv(a, b)])))
+            if op in ("min", "max"):
+                # numpy: NaN in either operand propagates; ties give the second operand
+                better = bld.fcmp_ordered("<" if op == "min" else ">", a, b)
+                take_a = bld.or_(better, bld.fcmp_unordered("uno", a, a))
+                return bld.select(take_a, a, b)
+        else:
+            if op == "add":
+                return bld.add(a, b, flags=flags)
+            if op == "sub":
+                return bld.sub(a, b, flags=flags)
+            if op == "mul":
+                return bld.mul(a, b, flags=flags)
+            if op == "div":
+                return self._int_div(t, a, b)
+            if op == "mod":
+                return self._int_mod(t, a, b)
+            if op in ("min", "max"):
+                cmp = bld.icmp_signed if t.is_int() else bld.icmp_unsigned
+                return bld.select(cmp("<" if op == "min" else ">", a, b), a, b)
+        raise LoweringError(f"codegen: operator {op} on {t}")
+
+    def _int_div(self, t, a, b):
+        bld, ty = self.b, a.type
+        zero, one = self.const(ty, 0), self.const(ty, 1)
+        is0 = bld.icmp_unsigned("==", b, zero)
+        if t.is_uint():
+            q = bld.udiv(a, bld.select(is0, one, b))
+            return bld.select(is0, zero, q)
+        ism1 = bld.icmp_signed("==", b, self.const(ty, -1))
+        bs = bld.select(bld.or_(is0, ism1), one, b)
+        qt, rt = bld.sdiv(a, bs), bld.srem(a, bs)
+        # Euclidean: when the remainder is negative, step the quotient away from zero
+        step = bld.select(bld.icmp_signed(">", bs, zero), one, self.const(ty, -1))
+        q = bld.sub(qt, bld.select(bld.icmp_signed("<", rt, zero), step, zero))
+        q = bld.select(ism1, bld.sub(zero, a), q)
+        return bld.select(is0, zero, q)
+
+    def _int_mod(self, t, a, b):
+        bld, ty = self.b, a.type
+        zero, one = self.const(ty, 0), self.const(ty, 1)
+        is0 = bld.icmp_unsigned("==", b, zero)
+        if t.is_uint():
+            r = bld.urem(a, bld.select(is0, one, b))
+            return bld.select(is0, zero, r)
+        ism1 = bld.icmp_signed("==", b, self.const(ty, -1))
+        bs = bld.select(bld.or_(is0, ism1), one, b)
+        rt = bld.srem(a, bs)
+        absb = bld.select(bld.icmp_signed("<", bs, zero), bld.sub(zero, bs), bs)
+        return bld.select(bld.icmp_signed("<", rt, zero), bld.add(rt, absb), rt)
+
+    def _divmod_const(self, op, t, a, c: int):
+        """Division or modulo by a constant: shifts and masks for powers of two."""
+        bld, ty = self.b, a.type
+        if c == 0 or (op == "mod" and c in (1, -1)):
+            return self.const(ty, 0)
+        if c > 0 and c & (c - 1) == 0:
+            k = c.bit_length() - 1
+            if op == "mod":
+                return bld.and_(a, self.const(ty, c - 1))
+            if k == 0:
+                return a
+            return bld.ashr(a, self.const(ty, k)) if t.is_int() else bld.lshr(a, self.const(ty, k))
+        if t.is_uint():
+            cc = self.const(ty, c)
+            return bld.udiv(a, cc) if op == "div" else bld.urem(a, cc)
+        if c == -1:
+            return bld.sub(self.const(ty, 0), a)
+        return self._int_div(t, a, self.const(ty, c)) if op == "div" \
+            else self._int_mod(t, a, self.const(ty, c))
+
+    def pure_index(self, e) -> bool:
+        """True if ``e`` is made only of Vars, constants and add/sub/mul/min/max: index
+        math that lowering produced, where ``nsw`` is safe."""
+        memo = self.pure_memo
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit
+        if isinstance(e, (E.Var, E.Const)):
+            r = True
+        elif isinstance(e, E.BinOp) and e.op in _PURE_OPS:
+            r = self.pure_index(e.a) and self.pure_index(e.b)
+        else:
+            r = False
+        memo[id(e)] = r
+        return r
+
+    # -- select, cast, intrinsics ------------------------------------------------------
+    def _select(self, e: E.Select):
+        c = self.emit(e.cond)
+        tv, fv = self.emit(e.true_value), self.emit(e.false_value)
+        if is_varying(c):
+            c, tv, fv = self.vec(c), self.vec(tv), self.vec(fv)
+        elif is_varying(tv) or is_varying(fv):
+            tv, fv = self.vec(tv), self.vec(fv)
+        return self.b.select(c, tv, fv)
+
+    def _cast(self, e: E.Cast):
+        v = self.emit(e.value)
+        if isinstance(v, Ramp):
+            v = self.vec(v)
+        return self.convert(v, e.value.type, e.type)
+
+    def convert(self, v, src: Type, dst: Type):
+        """Convert an ir value of type ``src`` to ``dst`` (scalar or vector)."""
+        bld = self.b
+        lanes = v.type.count if isinstance(v.type, ir.VectorType) else 1
+
+        def ty(t):
+            return t if lanes == 1 else ir.VectorType(t, lanes)
+        if src == dst:
+            return v
+        if dst.is_bool():
+            if src.is_float():
+                return bld.fcmp_unordered("!=", v, self.const(v.type, 0.0))
+            return bld.icmp_unsigned("!=", v, self.const(v.type, 0))
+        out = ty(llvm_type(dst))
+        if src.is_float():
+            if dst.is_float():
+                return bld.fpext(v, out) if dst.bits > src.bits else bld.fptrunc(v, out)
+            if dst.bits < 32:
+                return bld.trunc(bld.fptosi(v, ty(I32)), out)
+            if dst.is_uint():
+                return bld.trunc(bld.fptosi(v, ty(I64)), out)
+            return bld.fptosi(v, out)
+        signed = src.is_int()
+        if dst.is_float():
+            return bld.sitofp(v, out) if signed else bld.uitofp(v, out)
+        if dst.bits < src.bits:
+            return bld.trunc(v, out)
+        if dst.bits > src.bits:
+            return bld.sext(v, out) if signed else bld.zext(v, out)
+        return v
+
+    def _intrinsic(self, e: E.Intrinsic):
+        args = [self.emit(a) for a in e.args]
+        if any(is_varying(a) for a in args):
+            args = [self.vec(a) for a in args]
+        bld, t = self.b, e.type
+        if e.name == "abs":
+            a = args[0]
+            if t.is_float():
+                return bld.call(self.intrinsic("llvm.fabs", a.type), [a])
+            if not t.is_int():
+                return a
+            zero = self.const(a.type, 0)
+            return bld.select(bld.icmp_signed("<", a, zero), bld.sub(zero, a), a)
+        if e.name in _LLVM_MATH:
+            fn = self.intrinsic(_LLVM_MATH[e.name], args[0].type, len(args))
+            return bld.call(fn, args)
+        if e.name in _LIBM:
+            sym = _LIBM[e.name][0 if t.bits == 32 else 1]
+            st = llvm_type(t)
+            fn = self.declare(sym, st, [st] * len(args))
+            if not isinstance(args[0].type, ir.VectorType):
+                return bld.call(fn, args)
+            out = ir.Constant(args[0].type, ir.Undefined)
+            for k in range(args[0].type.count):
+                idx = ir.Constant(I32, k)
+                lane = bld.call(fn, [bld.extract_element(a, idx) for a in args])
+                out = bld.insert_element(out, lane, idx)
+            return out
+        raise LoweringError(f"codegen: unknown intrinsic {e.name}")
+
+
+_INT32 = Type("int", 32)
+_PURE_OPS = ("add", "sub", "mul", "min", "max")
+
+
+def _wrap(v: int, bits: int) -> int:
+    m = 1 << bits
+    v &= m - 1
+    return v - m if v >= (m >> 1) else v
+

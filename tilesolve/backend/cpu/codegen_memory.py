@@ -1,0 +1,212 @@
+"""Loads, stores and allocations: the memory half of the per-function emitter.
+
+Mixin of the emitter in ``codegen.py``; needs ``self.b``, ``self.fn``, ``self.buffers``
+(name -> :class:`Buffer`), ``self.lanes``, ``self.err_ptr``, ``self.notes`` and the
+expression methods of :class:`~.codegen_expr.ExprEmitter`.
+
+Accesses in a vectorized loop, by the shape of the index (see ``codegen_expr.Ramp``):
+
+====================  =======================================================
+uniform index         one scalar load (broadcast later if needed); a store
+                      writes the last lane's value (what the serial loop leaves)
+ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
+ramp, stride -1       a dense access and a lane-reversing shuffle
+ramp, |stride| 2..4   (loads) one dense load spanning the lanes, then a shuffle
+anything else         a gather/scatter: per-lane scalar accesses, in lane order
+====================  =======================================================
+
+Allocations: ``stack``/``shared``/``register`` with constant extents and at most
+:data:`STACK_LIMIT_BYTES` become one 64-byte aligned ``alloca`` in the entry block of the
+function being emitted (the entry function or an outlined parallel body, so each thread
+has its own); everything else is ``aligned_alloc(64, bytes)`` + ``free`` around the
+body.  If the C library returns NULL the body is skipped and error code
+:data:`ERR_ALLOC` is stored (atomically) in the function's error slot, which the entry
+point returns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from ...model import expr as E
+from ...model.types import Type
+from .codegen_expr import I8, I32, I64, Ramp, is_varying, mem_type
+
+STACK_LIMIT_BYTES = 64 * 1024
+ERR_ALLOC = 1
+_DENSE_STRIDE_MAX = 4
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A buffer visible to the code: a pointer to its element type, and its scalar type."""
+
+    ptr: ir.Value
+    type: Type
+
+
+class MemoryEmitter:
+    """Mixin: Load / Store / Allocate."""
+
+    def buffer(self, name: str) -> Buffer:
+        try:
+            return self.buffers[name]
+        except KeyError:
+            from ...errors import LoweringError
+            raise LoweringError(f"codegen: buffer {name!r} is accessed but neither an "
+                                "argument nor allocated here") from None
+
+    def _addr(self, buf: Buffer, idx: ir.Value) -> ir.Value:
+        return self.b.gep(buf.ptr, [idx], inbounds=True)
+
+    def _vec_ptr(self, buf: Buffer, idx: ir.Value, n: int) -> ir.Value:
+        vt = ir.VectorType(buf.ptr.type.pointee, n)
+        return self.b.bitcast(self._addr(buf, idx), vt.as_pointer())
+
+    def _from_mem(self, v, t: Type):
+        return self.b.icmp_unsigned("!=", v, self.const(v.type, 0)) if t.is_bool() else v
+
+    def _to_mem(self, v, t: Type):
+        if not t.is_bool():
+            return v
+        vt = ir.VectorType(I8, v.type.count) if isinstance(v.type, ir.VectorType) else I8
+        return self.b.zext(v, vt)
+
+    def _reverse(self, v, n: int):
+        mask = ir.Constant(ir.VectorType(I32, n), list(range(n - 1, -1, -1)))
+        return self.b.shuffle_vector(v, ir.Constant(v.type, ir.Undefined), mask)
+
+    # -- loads -------------------------------------------------------------------------
+    def emit_load(self, e):
+        buf = self.buffer(e.buffer)
+        idx = self.emit(e.index, index=True)
+        align = max(1, buf.type.bytes)
+        b = self.b
+        if not is_varying(idx):
+            return self._from_mem(b.load(self._addr(buf, idx), align=align), buf.type)
+        w = self.lanes
+        if isinstance(idx, Ramp) and idx.stride == 1:
+            v = b.load(self._vec_ptr(buf, idx.base, w), align=align)
+        elif isinstance(idx, Ramp) and idx.stride == -1:
+            start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
+            v = self._reverse(b.load(self._vec_ptr(buf, start, w), align=align), w)
+        elif isinstance(idx, Ramp) and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
+            s = idx.stride
+            span = (w - 1) * abs(s) + 1
+            if s > 0:
+                start, picks = idx.base, [k * s for k in range(w)]
+            else:
+                start = b.sub(idx.base, ir.Constant(idx.base.type, span - 1))
+                picks = [span - 1 + k * s for k in range(w)]
+            wide = b.load(self._vec_ptr(buf, start, span), align=align)
+            v = b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                 ir.Constant(ir.VectorType(I32, w), picks))
+        else:
+            v = self._gather(buf, self.vec(idx), align)
+        return self._from_mem(v, buf.type)
+
+    def _gather(self, buf: Buffer, idx: ir.Value, align: int):
+        b = self.b
+        vt = ir.VectorType(buf.ptr.type.pointee, self.lanes)
+        out = ir.Constant(vt, ir.Undefined)
+        for k in range(self.lanes):
+            lane = ir.Constant(I32, k)
+            x = b.load(self._addr(buf, b.extract_element(idx, lane)), align=align)
+            out = b.insert_element(out, x, lane)
+        return out
+
+    # -- stores ------------------------------------------------------------------------
+    def emit_store(self, s):
+        buf = self.buffer(s.buffer)
+        value = self.emit(s.value)
+        idx = self.emit(s.index, index=True)
+        b, w = self.b, self.lanes
+        align = max(1, buf.type.bytes)
+        if not is_varying(idx):
+            if is_varying(value):
+                value = b.extract_element(self.vec(value), ir.Constant(I32, w - 1))
+            b.store(self._to_mem(value, buf.type), self._addr(buf, idx), align=align)
+            return
+        v = self._to_mem(self.vec(value), buf.type)
+        if isinstance(idx, Ramp) and idx.stride == 1:
+            b.store(v, self._vec_ptr(buf, idx.base, w), align=align)
+        elif isinstance(idx, Ramp) and idx.stride == -1:
+            start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
+            b.store(self._reverse(v, w), self._vec_ptr(buf, start, w), align=align)
+        else:
+            vi = self.vec(idx)
+            for k in range(w):
+                lane = ir.Constant(I32, k)
+                b.store(b.extract_element(v, lane),
+                        self._addr(buf, b.extract_element(vi, lane)), align=align)
+
+    # -- allocations -------------------------------------------------------------------
+    def emit_allocate(self, s, emit_body):
+        """Allocate ``s.name``, run ``emit_body()`` with it bound, release it."""
+        elem = mem_type(s.type)
+        nbytes = max(1, s.type.bytes)
+        consts = [x.value for x in s.extents if isinstance(x, E.Const)]
+        if len(consts) == len(s.extents):
+            count = 1
+            for c in consts:
+                count *= max(0, c)
+            if s.memory != "heap" and count * nbytes <= STACK_LIMIT_BYTES:
+                ptr = self._entry_alloca(elem, max(1, count), s.name)
+                return self._with_buffer(s.name, Buffer(ptr, s.type), emit_body)
+        if s.memory != "heap":
+            self.notes.append(f"allocation {s.name} ({s.memory}) is on the heap: its size "
+                              "is not a constant of at most "
+                              f"{STACK_LIMIT_BYTES} bytes")
+        self._heap_allocate(s, elem, nbytes, emit_body)
+
+    def _entry_alloca(self, elem, count: int, name: str) -> ir.Value:
+        b = self.b
+        here = b.block
+        b.position_at_start(self.fn.blocks[0])
+        slot = b.alloca(ir.ArrayType(elem, count), name=name)
+        slot.align = 64
+        b.position_at_end(here)
+        return b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)], inbounds=True)
+
+    def _heap_allocate(self, s, elem, nbytes: int, emit_body):
+        b = self.b
+        size = ir.Constant(I64, nbytes)
+        for ext in s.extents:
+            x = b.sext(self.scalar(ext), I64)
+            x = b.select(b.icmp_signed("<", x, ir.Constant(I64, 0)), ir.Constant(I64, 0), x)
+            size = b.mul(size, x)
+        # aligned_alloc wants a multiple of the alignment; ask for at least 64 bytes
+        size = b.and_(b.add(size, ir.Constant(I64, 64)), ir.Constant(I64, -64))
+        i8p = I8.as_pointer()
+        alloc = self.declare("aligned_alloc", i8p, [I64, I64])
+        free = self.declare("free", ir.VoidType(), [i8p])
+        raw = b.call(alloc, [ir.Constant(I64, 64), size], name=f"{s.name}.raw")
+        failed = b.icmp_unsigned("==", raw, ir.Constant(i8p, None))
+        ok_bb = self.fn.append_basic_block(f"{s.name}.ok")
+        fail_bb = self.fn.append_basic_block(f"{s.name}.fail")
+        done_bb = self.fn.append_basic_block(f"{s.name}.done")
+        b.cbranch(failed, fail_bb, ok_bb)
+        b.position_at_end(fail_bb)
+        self.set_error(ERR_ALLOC)
+        b.branch(done_bb)
+        b.position_at_end(ok_bb)
+        ptr = b.bitcast(raw, elem.as_pointer(), name=s.name)
+        self._with_buffer(s.name, Buffer(ptr, s.type), emit_body)
+        b.call(free, [raw])
+        b.branch(done_bb)
+        b.position_at_end(done_bb)
+
+    def _with_buffer(self, name: str, buf: Buffer, emit_body):
+        old = self.buffers.get(name)
+        self.buffers[name] = buf
+        try:
+            emit_body()
+        finally:
+            if old is None:
+                del self.buffers[name]
+            else:
+                self.buffers[name] = old
+
+    def set_error(self, code: int) -> None:
+        self.b.store_atomic(ir.Constant(I32, code), self.err_ptr, "monotonic", 4)

@@ -1,0 +1,104 @@
+"""Facts about loop-IR statements that code generation needs before emitting anything.
+
+* :func:`free_names` -- the names a statement reads from its surroundings (Vars, Params,
+  buffers, extents/strides): what an outlined parallel body must capture.
+* :func:`vectorize_blocker` -- why the body of a vectorized loop cannot be emitted with
+  W-lane vector values (None if it can).  A vectorized body may contain serial, unrolled
+  or (serially run) parallel loops whose bounds are uniform across the lanes, LetStmts,
+  Stores, and IfThenElse with a uniform condition.  It may not contain an Allocate
+  (each lane would need its own copy), another vectorized loop, a loop whose bounds vary
+  across the lanes, or an IfThenElse whose condition varies.  Such a loop is emitted as a
+  scalar loop instead, and the reason is recorded in the generated module's notes.
+
+Vectorizing runs the body's statements for all lanes at once, in statement order (lane
+order inside each scatter); like Halide, this assumes lowering only vectorizes loops whose
+iterations are independent.
+"""
+from __future__ import annotations
+
+from ...lower import ir as L
+from ...model import expr as E
+from ...model.visit import walk
+
+
+def expr_names(e: E.Expr, out: set) -> set:
+    """Add the names ``e`` reads (Vars, Params, buffers, extents) to ``out``."""
+    for n in walk(e):
+        if isinstance(n, (E.Var, E.Param)):
+            out.add(n.name)
+        elif isinstance(n, L.Load):
+            out.add(n.buffer)
+        elif isinstance(n, E.BufferExtent):
+            out.add(f"{n.image}.extent.{n.dim}")
+    return out
+
+
+def free_names(s: L.Stmt) -> set:
+    """Every name read or written anywhere in ``s`` (a superset of its free names; names
+    bound inside ``s`` are harmless extras, since callers intersect with what is bound)."""
+    out: set = set()
+    for st in L.walk_stmts(s):
+        for e in L.stmt_exprs(st):
+            expr_names(e, out)
+        if isinstance(st, L.Store):
+            out.add(st.buffer)
+    return out
+
+
+def _mentions(e: E.Expr, names: set) -> bool:
+    return bool(expr_names(e, set()) & names)
+
+
+def vectorize_blocker(body: L.Stmt, var: str) -> str | None:
+    """None if ``body`` of the vectorized loop over ``var`` can be emitted with vector
+    values; otherwise a short reason."""
+    varying = {var}
+    stack = [body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, L.Allocate):
+            return f"allocation of {s.name} inside the vectorized loop"
+        if isinstance(s, L.For):
+            if s.kind == "vectorized":
+                return f"nested vectorized loop {s.name}"
+            if _mentions(s.min, varying) or _mentions(s.extent, varying):
+                return f"the bounds of the inner loop {s.name} vary across lanes"
+        elif isinstance(s, L.IfThenElse):
+            if _mentions(s.cond, varying):
+                return f"the condition {L._e(s.cond)} varies across lanes"
+        elif isinstance(s, L.LetStmt):
+            if _mentions(s.value, varying):
+                varying.add(s.name)
+        stack.extend(reversed(L.stmt_children(s)))
+    return None
+
+
+def split_at_barriers(body: L.Stmt) -> list[L.Stmt] | None:
+    """For the serial emulation of a GPU thread loop: the body cut at its top-level
+    barriers (each piece re-wrapped in the LetStmts around it), or None if it has none.
+
+    ``for t: {A; barrier; B}`` must run as ``for t: A; for t: B`` so that every thread
+    finishes A before any starts B."""
+    lets = []
+    s = body
+    while isinstance(s, L.LetStmt):
+        lets.append(s)
+        s = s.body
+    if not isinstance(s, L.Block) or not any(isinstance(x, L.Barrier) for x in s.stmts):
+        return None
+    pieces, cur = [], []
+    for x in s.stmts:
+        if isinstance(x, L.Barrier):
+            if cur:
+                pieces.append(L.Block.make(cur))
+            cur = []
+        else:
+            cur.append(x)
+    if cur:
+        pieces.append(L.Block.make(cur))
+    out = []
+    for p in pieces:
+        for let in reversed(lets):
+            p = L.LetStmt(let.name, let.value, p)
+        out.append(p)
+    return out

@@ -1,0 +1,68 @@
+"""Calling generated code from Python: argument packing for the entry ABI of codegen.py.
+
+:class:`NativeKernel` loads a :class:`~.codegen.GeneratedModule` through the JIT (with an
+optional disk cache) and calls its entry with numpy arrays and Python scalars.  It checks
+nothing about sizes: ``CompiledPipeline.realize`` validates before it calls.  A call
+allocates its own argument arrays, so one kernel may be called from several Python
+threads at once (ctypes releases the GIL during the call).
+"""
+from __future__ import annotations
+
+import ctypes
+import struct
+
+from ...model.types import Type
+from .codegen import GeneratedModule
+from .jit import DiskCache, JitModule
+from .target import Target
+
+__all__ = ["NativeKernel", "pack_scalar", "ENTRY_PROTOTYPE"]
+
+ENTRY_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.POINTER(ctypes.c_int32),
+                                   ctypes.POINTER(ctypes.c_int64), ctypes.c_int32)
+
+
+def pack_scalar(value, t: Type) -> int:
+    """The int64 slot holding ``value`` as a scalar argument of type ``t``."""
+    if t.is_float():
+        if t.bits == 32:
+            return struct.unpack("<i", struct.pack("<f", float(value)))[0]
+        return struct.unpack("<q", struct.pack("<d", float(value)))[0]
+    if t.is_bool():
+        return int(bool(value))
+    return Type("int", 64).wrap(t.wrap(int(value)))
+
+
+class NativeKernel:
+    """Native code for one generated module; call it with arrays in buffer-argument order."""
+
+    def __init__(self, gen: GeneratedModule, target: Target | None = None,
+                 cache: DiskCache | None = None):
+        self.generated = gen
+        self.jit = JitModule(gen.ir_text, target, cache)
+        self._fn = ENTRY_PROTOTYPE(self.jit.address(gen.entry))
+
+    def __call__(self, arrays, scalars=(), num_threads: int = 0) -> int:
+        """Run the entry; ``arrays`` are numpy arrays whose strides are multiples of their
+        itemsize (axes reversed: array axis -1 is dimension 0); returns the error code."""
+        gen = self.generated
+        if len(arrays) != len(gen.buffer_args) or len(scalars) != len(gen.scalar_args):
+            raise TypeError(f"{gen.entry} takes {len(gen.buffer_args)} arrays and "
+                            f"{len(gen.scalar_args)} scalars")
+        ptrs = (ctypes.c_void_p * max(1, len(arrays)))()
+        dims = []
+        for i, a in enumerate(arrays):
+            ptrs[i] = a.ctypes.data
+            size = a.itemsize
+            for ext, st in zip(reversed(a.shape), reversed(a.strides)):
+                dims.append(ext)
+                dims.append(st // size)
+        cdims = (ctypes.c_int32 * max(1, len(dims)))(*dims)
+        cscal = (ctypes.c_int64 * max(1, len(scalars)))(
+            *[pack_scalar(v, a.type) for v, a in zip(scalars, gen.scalar_args)])
+        rc = self._fn(ptrs, cdims, cscal, int(num_threads))
+        # keep the arrays alive until the call returned
+        _keep = arrays  # noqa: F841
+        return rc
+
