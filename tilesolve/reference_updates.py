@@ -8,9 +8,9 @@ evaluated (reading the current state of ``f``) and the value is stored.
 
 The result is always that of this serial nest; three strategies reach it:
 
-(a) **Reductions into f** -- ``value`` is ``f[args] op e`` (op one of + * min
-    max, or - with f first; + and * also with f second) where nothing but
-    that one call reads ``f``: all sites and values are computed vectorized
+(a) **Reductions into f** -- ``value`` is ``f[args] op e`` (op one of + - *
+    min max; ``e op f[args]`` too for + *, and min max on integers) where
+    nothing but that one call reads ``f``: all sites and values are computed vectorized
     (in chunks, in loop order) and applied with ``np.add.at`` & co., which
     apply each element in order, so results are exact and integers wrap.
 (b) **Independent slices** -- a loop dimension is *independent* when its
@@ -94,7 +94,9 @@ def _reduction(f, d):
     if _reads_of(f, [a for grp in others for a in grp]):
         return None
     sides = [(v.a, v.b)]
-    if v.op in ("add", "mul"):
+    # ``e op f[...]`` is the same number for + and *, and for integer min/max
+    # (float min/max may differ in the sign of a zero or a NaN's payload).
+    if v.op in ("add", "mul") or (v.op in ("min", "max") and not v.type.is_float()):
         sides.append((v.b, v.a))
     for mine, e in sides:
         if (isinstance(mine, E.Call) and mine.target is f
