@@ -448,3 +448,33 @@ def test_writing_outside_the_computed_region_raises(strategy):
     with pytest.raises(BoundsError, match=r"update 0 of hist writes hist outside its computed "
                                           r"region: dimension 0 needs \[200, 200\] but \[0, 99\]"):
         evaluate_pipeline(pipe, regions, {"img": a})
+
+
+def test_chunks_cover_the_box_in_loop_order():
+    box = [(0, 3), (-2, 2)]
+    pts = [(a, b) for a in range(0, 4) for b in range(-2, 3)]
+    for limit in (1, 3, 7, 100):
+        chunks = list(RU._chunks(box, limit))
+        got = [(a, b) for ch in chunks for a in range(ch[0][0], ch[0][1] + 1)
+               for b in range(ch[1][0], ch[1][1] + 1)]
+        assert got == pts
+        assert all((ch[0][1] - ch[0][0] + 1) * (ch[1][1] - ch[1][0] + 1) <= max(limit, 1)
+                   for ch in chunks)
+
+
+def test_reductions_in_small_chunks_match(monkeypatch):
+    monkeypatch.setattr(RU, "_CHUNK", 7)
+    a = _rng(18).integers(0, 256, (9, 11)).astype(np.uint8)
+    hist, _ = realize(_equalize_pipeline()[1], [256], img=a)
+    np.testing.assert_array_equal(hist, np.bincount(a.ravel(), minlength=256))
+    f = (_rng(19).standard_normal((2, 50)) * 1e3).astype(np.float32)
+    inp = ts.ImageParam(ts.float32, 2, "chunk_in")
+    r = ts.RDom((0, 50), name="rch")
+    s = ts.Func("chunk_sum")
+    s[y] = ts.cast(ts.float32, 0)
+    s[y] += inp[r.x, y]
+    want = [np.float32(0)] * 2
+    for j in range(2):
+        for v in f[j]:
+            want[j] = np.float32(want[j] + v)
+    np.testing.assert_array_equal(realize(ts.Pipeline(s), [2], chunk_in=f), np.array(want))
