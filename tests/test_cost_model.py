@@ -1,0 +1,121 @@
+"""The shared cost model on hand-computed cases (Mullapudi 2016 / Sioutas 2020)."""
+import math
+
+import pytest
+
+import tilesolve as ts
+from tilesolve.errors import SolverError
+from tilesolve.solver.cost import CostModel, num_tiles, occupancy
+from tilesolve.solver.problem import Problem
+from tilesolve.solver.space import Group, Tiling
+from tilesolve.specs import load_spec
+
+W, H = 6400, 4800
+
+
+def blur_pipeline():
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    clamped = ts.boundary.repeat_edge(inp)
+    bx, by = ts.Func("blur_x"), ts.Func("blur_y")
+    bx[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    return ts.Pipeline(by)
+
+
+@pytest.fixture(scope="module")
+def blur_problem():
+    spec = load_spec("xeon-e5-2620v3")
+    return Problem(blur_pipeline(), spec, {"blur_y": [W, H], "input": [W, H]})
+
+
+def test_boundary_condition_is_inlined(blur_problem):
+    assert blur_problem.inlined == frozenset({"input_repeat_edge"})
+    assert blur_problem.funcs == ("blur_x", "blur_y")
+    assert blur_problem.regions["blur_x"] == ((0, W - 1), (-1, H))
+
+
+def test_blur_tile_footprint_and_recompute(blur_problem):
+    """A 32x32 tile of blur_y with blur_x computed per tile: blur_x needs
+    32x34 points (two rows of overlap), the input 34x34 (one column each side
+    and the two rows), all float32."""
+    model = CostModel(blur_problem)
+    g = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    c = model.cost(g, Tiling((32, 32)))
+    assert c.n_tiles == num_tiles(((0, W - 1), (0, H - 1)), (32, 32)) == 200 * 150
+    assert c.footprint_bytes == (32 * 34 + 34 * 34) * 4
+    # recompute: blur_x computes 34 rows per 32 of output over 30000 tiles
+    done = (32 * 34 + 32 * 32) * c.n_tiles
+    need = W * (H + 2) + W * H
+    assert c.recompute == pytest.approx(done / need)
+    # arithmetic per tile: blur_x point = 2 adds + 1 div(4) + clamp ops + 3 loads
+    # is inlined; the totals must be finite and split into the three terms
+    assert c.feasible and math.isclose(c.total, c.arith + c.loads + c.stores)
+    assert c.loads == pytest.approx(blur_problem.spec.load_cost * c.n_tiles * 34 * 34)
+
+
+def test_merge_reduces_memory_traffic(blur_problem):
+    model = CostModel(blur_problem)
+    sep = (model.cost(Group.singleton("blur_x"), Tiling((None, None))).total
+           + model.cost(Group.singleton("blur_y"), Tiling((None, None))).total)
+    fused = model.cost(Group("blur_y", frozenset({"blur_x", "blur_y"})), Tiling((256, 32)))
+    assert fused.feasible
+    assert fused.total < sep
+
+
+def test_footprint_over_cache_is_infeasible(blur_problem):
+    model = CostModel(blur_problem)
+    g = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    c = model.cost(g, Tiling((W // 2, H // 2)))
+    assert not c.feasible and "footprint" in c.reason
+
+
+def test_too_few_tiles_is_infeasible(blur_problem):
+    model = CostModel(blur_problem)
+    c = model.cost(Group.singleton("blur_y"), Tiling((W // 2, None)))
+    assert not c.feasible and "parallelism" in c.reason
+
+
+@pytest.mark.parametrize("spec,threads,regs,smem,expected", [
+    # CUDA occupancy calculator, CC 8.0 (A100): 64 warps/SM, 32 blocks/SM, 64K regs
+    ("a100", 256, 32, 0, 1.0),          # 8 blocks x 8 warps
+    ("a100", 256, 64, 0, 0.5),          # registers: 64*32=2048/warp -> 4 blocks
+    ("a100", 256, 32, 48 * 1024, 0.375),  # 164 KiB smem/SM -> 3 blocks x 8 warps / 64
+    ("a100", 32, 32, 0, 0.5),           # 32 blocks x 1 warp / 64
+    ("h100", 1024, 32, 0, 1.0),         # 2 blocks x 32 warps
+    # 255 regs round up to 8192 per warp (unit 256): 65536 / (3 warps * 8192) = 2 blocks = 6 warps
+    ("h100", 96, 255, 0, 6 / 64),
+])
+def test_occupancy_matches_calculator(spec, threads, regs, smem, expected):
+    s = load_spec(spec)
+    occ, _blocks = occupancy(s, threads, smem, regs)
+    assert occ == pytest.approx(expected)
+
+
+def test_gpu_columns_respect_hard_constraints():
+    spec = load_spec("h100")
+    p = Problem(blur_pipeline(), spec, {"blur_y": [W, H]})
+    model = CostModel(p)
+    from tilesolve.solver.tilings import candidate_tilings
+    g = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    seen_feasible = 0
+    for t in candidate_tilings(p, g):
+        c = model.cost(g, t)
+        if not c.feasible:
+            continue
+        seen_feasible += 1
+        assert c.gpu["threads"] <= spec.max_threads_per_block
+        assert c.gpu["shared_bytes"] <= spec.shared_mem_per_block_bytes
+        assert c.gpu["occupancy"] >= spec.occupancy_threshold
+        assert math.prod(s for s in t.sizes if s) % spec.warp_size == 0
+    assert seen_feasible > 0
+
+
+def test_missing_estimates_are_listed():
+    with pytest.raises(SolverError, match=r"missing estimates for outputs: blur_y \(2 sizes\)"):
+        Problem(blur_pipeline(), load_spec("xeon-e5-2620v3"), {})
+
+
+def test_estimate_of_wrong_rank():
+    with pytest.raises(SolverError, match="estimate for 'blur_y' has 1 sizes"):
+        Problem(blur_pipeline(), load_spec("xeon-e5-2620v3"), {"blur_y": [10]})

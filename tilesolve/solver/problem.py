@@ -1,0 +1,166 @@
+"""A scheduling problem: pipeline + hardware spec + estimates, preprocessed.
+
+Preprocessing (Mullapudi 2016 §4.1 and §4.3), done once and shared by every
+solver:
+
+1. estimates are checked (missing ones raise ``SolverError`` listing exactly
+   which are needed) and concrete bounds inferred for every Func and input;
+2. inlining: trivial and pointwise-consumed Funcs are inlined when that adds
+   no redundant work (see ``choose_inlined``);
+3. per remaining Func: its definitions with inlined calls substituted, its
+   arithmetic cost per point, and its consumers among the remaining Funcs.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from ..analysis.costs import expr_cost
+from ..analysis.intervals import required_regions
+from ..errors import BoundsError, SolverError
+from ..model import expr as E
+from ..model.func import Definition, Func
+from ..model.pipeline import Pipeline
+from ..model.visit import mutate, walk
+from .inline import choose_inlined
+
+
+def _box_bounds(box) -> tuple:
+    """A concrete Box as a tuple of (lo, hi) int pairs."""
+    out = []
+    for iv in box:
+        lo, hi = iv.lo, iv.hi
+        if lo is None or hi is None or not isinstance(lo, (int, float)) or not isinstance(hi, (int, float)):
+            raise SolverError(f"a region has no concrete bounds ({box}); give estimates")
+        out.append((int(lo), int(hi)))
+    return tuple(out)
+
+
+class Problem:
+    """Everything a solver needs to know about (pipeline, spec, estimates)."""
+
+    def __init__(self, pipeline: Pipeline, spec, estimates: dict | None, *, inline: bool = True):
+        self.pipeline = pipeline
+        self.spec = spec
+        self.estimates = normalize_estimates(pipeline, estimates)
+        out_sizes = {o: self.estimates[o] for o in pipeline.output_names}
+        input_sizes = {n: self.estimates[n] for n in pipeline.images if n in self.estimates}
+        params = {n: p.default for n, p in pipeline.params.items() if p.default is not None}
+        try:
+            regions = required_regions(pipeline, out_sizes, input_sizes=input_sizes, params=params)
+        except BoundsError as e:
+            missing = [n for n in pipeline.images if n not in self.estimates]
+            hint = f" (estimates are missing for inputs: {', '.join(missing)})" if missing else ""
+            raise SolverError(f"cannot infer concrete bounds from the estimates{hint}: {e}") from e
+        self.regions = {n: _box_bounds(b) for n, b in regions.items()}
+        self.inlined: frozenset = choose_inlined(pipeline, self.regions) if inline else frozenset()
+        self.funcs: tuple = tuple(n for n in pipeline.order() if n not in self.inlined)
+
+    # -- per-Func facts ------------------------------------------------------------
+    def func(self, name: str) -> Func:
+        return self.pipeline.funcs[name]
+
+    @cached_property
+    def definitions(self) -> dict:
+        """Func name -> its definitions with calls to inlined Funcs substituted."""
+        return {n: tuple(self._inline_def(d) for d in self.func(n).definitions()) for n in self.funcs}
+
+    def _inline_def(self, d: Definition) -> Definition:
+        args = tuple(self.inline_expr(a) for a in d.args)
+        return Definition(args, self.inline_expr(d.value), d.rdom)
+
+    def inline_expr(self, e: E.Expr) -> E.Expr:
+        inl = self.inlined
+        if not inl:
+            return e
+
+        def fn(n):
+            if isinstance(n, E.Call) and isinstance(n.target, Func) and n.target.name in inl:
+                f = n.target
+                body = self.inline_expr(f.pure.value)
+                args = tuple(mutate(a, fn) for a in n.args)
+                mapping = {id(v): a for v, a in zip(f.pure.args, args)}
+                return mutate(body, lambda m: mapping.get(id(m)) if isinstance(m, E.Var) else None)
+            return None
+        return mutate(e, fn)
+
+    @cached_property
+    def point_costs(self) -> dict:
+        """Func -> [(ops, loads) per point of each definition] after inlining."""
+        out = {}
+        for n, defs in self.definitions.items():
+            costs = []
+            for d in defs:
+                ops, loads = expr_cost(d.value)
+                for a in d.args:
+                    if not isinstance(a, E.Var):
+                        o, l_ = expr_cost(a)
+                        ops, loads = ops + o, loads + l_
+                costs.append((ops, loads))
+            out[n] = costs
+        return out
+
+    @cached_property
+    def callees(self) -> dict:
+        """Func -> names of non-inlined Funcs and inputs its definitions read."""
+        out = {}
+        for n, defs in self.definitions.items():
+            names = set()
+            for d in defs:
+                for e in (d.value,) + tuple(d.args):
+                    for c in walk(e):
+                        if isinstance(c, E.Call) and c.target.name != n:
+                            names.add(c.target.name)
+            out[n] = frozenset(names)
+        return out
+
+    @cached_property
+    def consumers(self) -> dict:
+        """Func -> non-inlined Funcs that read it (outputs have an implicit
+        consumer outside the pipeline: see ``is_output``)."""
+        out = {n: set() for n in self.funcs}
+        for n, cs in self.callees.items():
+            for c in cs:
+                if c in out:
+                    out[c].add(n)
+        return {n: frozenset(v) for n, v in out.items()}
+
+    def is_output(self, name: str) -> bool:
+        return self.pipeline.is_output(name)
+
+    def bytes_per_point(self, name: str) -> int:
+        if name in self.pipeline.images:
+            return self.pipeline.images[name].type.bytes
+        return self.func(name).type.bytes
+
+    def region_points(self, name: str) -> int:
+        p = 1
+        for lo, hi in self.regions[name]:
+            p *= max(0, hi - lo + 1)
+        return p
+
+    def has_updates(self, name: str) -> bool:
+        return bool(self.func(name).updates)
+
+
+def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
+    """Check estimates: every output needs sizes; inputs are inferred when possible."""
+    estimates = dict(estimates or {})
+    for k, v in list(estimates.items()):
+        if k not in pipeline.funcs and k not in pipeline.images:
+            raise SolverError(f"estimate for unknown name {k!r}; outputs: "
+                              f"{list(pipeline.output_names)}, inputs: {list(pipeline.images)}")
+        try:
+            sizes = [int(s) for s in v]
+        except TypeError:
+            raise SolverError(f"estimate for {k!r} must be a list of sizes, got {v!r}") from None
+        if any(s <= 0 for s in sizes):
+            raise SolverError(f"estimate for {k!r} has a non-positive size: {sizes}")
+        dims = (pipeline.images[k].dims if k in pipeline.images else pipeline.funcs[k].dimensions())
+        if len(sizes) != dims:
+            raise SolverError(f"estimate for {k!r} has {len(sizes)} sizes but it has {dims} dimensions")
+        estimates[k] = sizes
+    missing = [o for o in pipeline.output_names if o not in estimates]
+    if missing:
+        need = ", ".join(f"{o} ({pipeline.funcs[o].dimensions()} sizes)" for o in missing)
+        raise SolverError(f"missing estimates for outputs: {need}; pass estimates={{name: [sizes]}}")
+    return estimates

@@ -1,0 +1,150 @@
+"""From chosen columns (group, tiling) to a Schedule, the same for every solver.
+
+Per group (Mullapudi 2016 §4.4, Sioutas 2020 §4.3):
+
+CPU
+* the output is computed at root; tiled dimensions are split into outer and
+  inner loops, the inner tile loops innermost (input locality), untiled
+  dimensions inside the tile; the outer tile loops are fused into one loop
+  and run in parallel (enough tiles was a constraint of the column);
+* an untiled output runs its outermost non-trivial dimension in parallel;
+* the innermost dimension of every member and output is vectorized by the
+  spec's vector width (lanes for the Func's type);
+* producers in the group are computed at the fused tile loop of the output;
+* update stages: their innermost pure dimension is vectorized and, for root
+  Funcs, their outermost pure dimension parallelized, where legal.
+GPU
+* the output's tiled dimensions become blocks and threads (``gpu_tile``);
+  producers are computed per block, stored in shared memory, with their
+  tiled dimensions as threads.
+
+Directives that the Schedule rejects as illegal (for instance vectorizing a
+pure dimension an update reads across) are skipped, never forced.
+"""
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..model.schedule import Schedule
+
+
+def _try(fn, *args, **kw):
+    try:
+        fn(*args, **kw)
+        return True
+    except ScheduleError:
+        return False
+
+
+def _lanes(problem, name) -> int:
+    return problem.spec.vector_lanes(problem.bytes_per_point(name))
+
+
+def _vectorize_inner(problem, h, name, var, extent) -> None:
+    lanes = _lanes(problem, name)
+    if lanes >= 2 and extent >= lanes:
+        _try(h.vectorize, var, lanes)
+
+
+def _schedule_updates(problem, s, name, root: bool) -> None:
+    f = problem.func(name)
+    region = problem.regions[name]
+    for i, u in enumerate(f.updates):
+        pure = [a.name for a in u.args if hasattr(a, "name") and a.name in {v.name for v in f.pure.args}
+                and a.__class__.__name__ == "Var"]
+        if not pure:
+            continue
+        h = s[name].update(i)
+        idx = [v.name for v in f.pure.args].index(pure[0])
+        _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
+        if root and len(pure) > 1:
+            _try(h.parallel, pure[-1])
+
+
+def _cpu_group(problem, s, group, tiling) -> None:
+    out = group.output
+    f = problem.func(out)
+    names = [v.name for v in f.pure.args]
+    region = problem.regions[out]
+    h = s[out]
+    h.compute_root()
+    tiled = [i for i, t in enumerate(tiling.sizes) if t is not None]
+    if not tiled:
+        nontrivial = [i for i, (lo, hi) in enumerate(region) if hi > lo]
+        _vectorize_inner(problem, h, out, names[0], region[0][1] - region[0][0] + 1)
+        if nontrivial and nontrivial[-1] != 0:
+            _try(h.parallel, names[nontrivial[-1]])
+        _schedule_updates(problem, s, out, True)
+        return
+    inner_names, outer_names = [], []
+    for i in tiled:
+        o, n_ = f"{names[i]}o", f"{names[i]}i"
+        h.split(names[i], o, n_, tiling.sizes[i])
+        inner_names.append(n_)
+        outer_names.append(o)
+    untiled = [names[i] for i in range(len(names)) if i not in tiled]
+    h.reorder(*(inner_names + untiled + outer_names))
+    tile_var = outer_names[0]
+    if len(outer_names) > 1:
+        tile_var = "tile"
+        cur = outer_names[0]
+        for k, o in enumerate(outer_names[1:]):
+            fused = "tile" if k == len(outer_names) - 2 else f"{cur}_{o}"
+            h.fuse(cur, o, fused)
+            cur = fused
+    h.parallel(tile_var)
+    _vectorize_inner(problem, h, out, inner_names[0] if tiled[0] == 0 else names[0],
+                     tiling.sizes[0] if tiled[0] == 0 else region[0][1] - region[0][0] + 1)
+    _schedule_updates(problem, s, out, True)
+    for m in sorted(group.producers()):
+        hm = s[m]
+        hm.compute_at(out, tile_var)
+        mf = problem.func(m)
+        mreg = problem.regions[m]
+        _vectorize_inner(problem, hm, m, mf.pure.args[0].name, mreg[0][1] - mreg[0][0] + 1)
+        _schedule_updates(problem, s, m, False)
+
+
+def _gpu_group(problem, s, group, tiling) -> None:
+    out = group.output
+    f = problem.func(out)
+    names = [v.name for v in f.pure.args]
+    tiled = [i for i, t in enumerate(tiling.sizes) if t is not None][:2]
+    h = s[out]
+    h.compute_root()
+    if len(tiled) == 2:
+        a, b = tiled
+        h.gpu_tile(names[a], names[b], f"{names[a]}o", f"{names[b]}o", f"{names[a]}i",
+                   f"{names[b]}i", tiling.sizes[a], tiling.sizes[b])
+        block_var = f"{names[a]}o"
+    else:
+        a = tiled[0]
+        h.gpu_tile(names[a], f"{names[a]}o", f"{names[a]}i", tiling.sizes[a])
+        block_var = f"{names[a]}o"
+    for m in sorted(group.producers()):
+        hm = s[m]
+        hm.compute_at(out, block_var)
+        hm.store_in("shared")
+        mn = [v.name for v in problem.func(m).pure.args]
+        _try(hm.gpu_threads, *[mn[i] for i in tiled if i < len(mn)])
+
+
+def schedule_from_columns(problem, columns, provenance: dict) -> Schedule:
+    """A Schedule computing each group as chosen; inlined Funcs stay inline."""
+    target = "cuda" if problem.spec.is_gpu else "cpu"
+    s = Schedule(problem.pipeline, target=target)
+    for group, tiling, _cost in columns:
+        if problem.spec.is_gpu:
+            _gpu_group(problem, s, group, tiling)
+        else:
+            _cpu_group(problem, s, group, tiling)
+    s.provenance.update(provenance)
+    s.provenance["groups"] = [
+        {"output": g.output, "members": sorted(g.members), "tiling": list(t.sizes),
+         "cost": {"total": c.total, "arith": c.arith, "loads": c.loads, "stores": c.stores,
+                  "overhead": c.overhead, "n_tiles": c.n_tiles,
+                  "footprint_bytes": c.footprint_bytes, "recompute": c.recompute,
+                  **({"gpu": {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.gpu.items()}}
+                     if c.gpu else {})}}
+        for g, t, c in columns]
+    s.provenance["inlined"] = sorted(problem.inlined)
+    return s
