@@ -1,8 +1,11 @@
 """The reference evaluator against independent numpy code and hand-computed values."""
 from types import SimpleNamespace
+from unittest import mock
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tilesolve as ts
 from tilesolve import reference_updates as RU
@@ -421,7 +424,6 @@ def test_strategies_chosen_by_default():
         res = orig(f, d, buf, env)
         chosen.append((f.name, res[0], sorted(x.var.name for x in res[2])))
         return res
-    import unittest.mock as mock
     with mock.patch.object(RU, "plan_update", plan):
         a = _rng(17).integers(0, 256, (30, 40)).astype(np.uint8)
         realize(_equalize_pipeline()[1], [256], img=a)
@@ -478,3 +480,40 @@ def test_reductions_in_small_chunks_match(monkeypatch):
         for v in f[j]:
             want[j] = np.float32(want[j] + v)
     np.testing.assert_array_equal(realize(ts.Pipeline(s), [2], chunk_in=f), np.array(want))
+
+
+@given(st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2), st.integers(-2, 2),
+                          st.integers(-3, 3), st.sampled_from(["add", "mul", "min", "max"]),
+                          st.booleans()), min_size=1, max_size=3))
+def test_random_scans_match_a_python_loop(updates):
+    """Updates f[r + s, y] = op(f[r + a, y], (f or inp)[r + b, y] * k) vs plain Python."""
+    inp = ts.ImageParam(ts.int32, 2, "rand_in")
+    f = ts.Func("rand_scan")
+    f[x, y] = inp[x, y]
+    r = ts.RDom((2, 8), name="rr")
+    ops = {"add": lambda p, q: p + q, "mul": lambda p, q: p * q, "min": ts.min, "max": ts.max}
+    at = lambda o: r.x if o == 0 else r.x + o  # noqa: E731  (bare r.x when o == 0)
+    for s, a, b, k, op, self_read in updates:
+        src = f if self_read else inp
+        f[at(s), y] = ops[op](f[at(a), y], src[at(b), y] * k)
+    data = _rng(20).integers(-2**31, 2**31, (3, 12)).astype(np.int32)
+    want = [[int(v) for v in row] for row in data]
+    py = {"add": lambda p, q: p + q, "mul": lambda p, q: p * q, "min": min, "max": max}
+    wrap = ts.int32.wrap
+    for s, a, b, k, op, self_read in updates:
+        for yy in range(3):
+            for rx in range(2, 10):
+                q = want[yy][rx + b] if self_read else int(data[yy][rx + b])
+                want[yy][rx + s] = wrap(py[op](want[yy][rx + a], wrap(q * k)))
+    regions = {"rand_scan": [(0, 11), (0, 2)]}
+    for force in ("default", "scalar"):
+        with mock.patch.object(RU, "plan_update", _forced(force)):
+            got = evaluate_pipeline(ts.Pipeline(f), regions, {"rand_in": data})["rand_scan"].array
+        np.testing.assert_array_equal(got, np.array(want, dtype=np.int32))
+
+
+def _forced(kind):
+    orig = RU.plan_update
+    if kind == "default":
+        return orig
+    return lambda f, d, buf, env: ("scalar", orig(f, d, buf, env)[1], [], None)
