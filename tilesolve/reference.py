@@ -175,7 +175,7 @@ def _output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
 def _bounds_of(iv, what: str, d: int) -> tuple[int, int]:
     lo, hi = iv.lo, iv.hi
     for v in (lo, hi):
-        if not np.isfinite(float(v)):
+        if v is None or not np.isfinite(float(v)):       # None: unbounded
             raise BoundsError(f"the required region of {what} is unbounded in dimension {d} "
                               f"([{lo}, {hi}]); clamp the indices that read it")
     return int(np.floor(float(lo))), int(np.ceil(float(hi)))
