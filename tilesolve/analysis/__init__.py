@@ -1,0 +1,1 @@
+"""Facts about a pipeline: interval bounds, required regions, the simplifier."""

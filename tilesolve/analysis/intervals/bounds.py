@@ -1,0 +1,358 @@
+"""``bounds_of(expr, scope)``: an Interval containing every value ``expr`` can take.
+
+Sound first, then tight.  Every node kind is covered.  Numeric intervals go
+through ``numeric.py`` (exact integer arithmetic with wrap-around detection,
+outward-rounded floats); intervals with symbolic endpoints build simplified
+Exprs for integer index arithmetic (assumed not to overflow, as in Halide) and
+fall back to the type's range, which is always sound, where no symbolic rule
+applies.  NaN is in no interval: float results assume no NaN arises.
+
+``scope`` maps names to Intervals (or ``(lo, hi)`` pairs, numbers, Exprs):
+Var and RVar names, Param names, and ``"<image>.extent.<d>"`` for input
+extents.  A name missing from ``scope`` is unbounded, or with
+``symbolic=True`` stands for itself (``Interval(x, x)``).
+"""
+from __future__ import annotations
+
+import math
+
+from ...model import expr as E
+from ...model import types as T
+from ...model.evaluate import extent_key
+from ...model.func import Func
+from .. import simplify as _S
+from . import numeric as N
+from .interval import Interval, hi_max, hi_min, is_num, lo_max, lo_min, same
+
+__all__ = ["bounds_of", "type_interval", "as_interval", "Bounder"]
+
+INF = math.inf
+
+
+def type_interval(t: T.Type) -> Interval:
+    """Every value of type ``t`` (floats: unbounded)."""
+    lo, hi = N.type_range(t)
+    return Interval(lo, hi)
+
+
+def as_interval(v) -> Interval:
+    """Scope values: an Interval, a (lo, hi) pair, or a number/Expr (a point)."""
+    if isinstance(v, Interval):
+        return v
+    if isinstance(v, tuple):
+        return Interval(*v)
+    return Interval.point(v)
+
+
+def bounds_of(expr, scope: dict | None = None, *, func_bounds: dict | None = None,
+              symbolic: bool = False) -> Interval:
+    """Bounds of ``expr``'s value.
+
+    ``func_bounds`` maps Func (or input) names to Intervals of their values (for
+    calls; otherwise the callee's type range).  With ``symbolic=True`` names not
+    in ``scope`` (Vars, Params, input extents) stay as symbols.
+    """
+    return Bounder(scope, func_bounds=func_bounds, symbolic=symbolic).bounds(E.as_expr(expr))
+
+
+def _pair(iv: Interval) -> tuple:
+    return (-INF if iv.lo is None else iv.lo, INF if iv.hi is None else iv.hi)
+
+
+def _iv(p) -> Interval:
+    return Interval(p[0], p[1])
+
+
+def _relax(iv: Interval, t=None) -> tuple:
+    """A numeric pair containing ``iv`` (symbolic endpoints become the type's ends)."""
+    lo = iv.lo if is_num(iv.lo) else -INF
+    hi = iv.hi if is_num(iv.hi) else INF
+    if t is not None and not t.is_float() and not _index(t):
+        tlo, thi = N.type_range(t)
+        lo, hi = max(lo, tlo), min(hi, thi)
+    return lo, hi
+
+
+def _index(t) -> bool:
+    return t.code == "int" and t.bits in (32, 64)
+
+
+def _e(v, t) -> E.Expr:
+    if isinstance(v, E.Expr):
+        return v
+    return E.Const(t, float(v) if t.is_float() else int(v))
+
+
+def _op(op, a, b, t):
+    """Simplified ``a op b`` for endpoints (either may be a number); None propagates."""
+    if a is None or b is None:
+        return None
+    if is_num(a) and is_num(b) and op in ("add", "sub", "mul"):
+        return {"add": a + b, "sub": a - b, "mul": a * b}[op]
+    r = _S.simplify(E.BinOp(op, _e(a, t), _e(b, t)))
+    return r.value if isinstance(r, E.Const) and not r.type.is_bool() else r
+
+
+class Bounder:
+    """Computes bounds of many Exprs under one scope, sharing a memo."""
+
+    def __init__(self, scope=None, *, func_bounds=None, symbolic=False):
+        self.scope = {k: as_interval(v) for k, v in (scope or {}).items()}
+        self.func_bounds = func_bounds or {}
+        self.symbolic = symbolic
+        self.memo: dict[int, tuple] = {}
+
+    def bounds(self, e: E.Expr) -> Interval:
+        hit = self.memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        r = self._bounds(e)
+        self.memo[id(e)] = (e, r)
+        return r
+
+    def child(self, name, iv) -> "Bounder":
+        b = Bounder(None, func_bounds=self.func_bounds, symbolic=self.symbolic)
+        b.scope = dict(self.scope)
+        b.scope[name] = iv
+        return b
+
+    # -- dispatch ---------------------------------------------------------------------
+    def _bounds(self, e):
+        if isinstance(e, E.Const):
+            v = e.value
+            if isinstance(v, float) and v != v:
+                return Interval.everything()
+            return Interval.point(int(v) if isinstance(v, bool) else v)
+        if isinstance(e, (E.Var, E.RVar, E.Param)):
+            return self._leaf(e, e.name)
+        if isinstance(e, E.BufferExtent):
+            iv = self._leaf(e, extent_key(e.image, e.dim), default=Interval(1, None))
+            return iv
+        if isinstance(e, E.Call):
+            return self._call(e)
+        if isinstance(e, E.Let):
+            v = self.bounds(e.value)
+            return self.child(e.name, v).bounds(e.body)
+        kids = [self.bounds(c) for c in _operands(e)]
+        if kids is not None and any(not k.is_numeric() for k in kids) and \
+                all(k.is_single_point() for k in kids) and _operands(e):
+            return Interval.point(self._point(e, kids))
+        if isinstance(e, E.Cast):
+            return self._cast(e, kids[0])
+        if isinstance(e, E.BinOp):
+            return self._binop(e, kids[0], kids[1])
+        if isinstance(e, E.Not):
+            return _iv(N.not_(_relax(kids[0], T.bool_)))
+        if isinstance(e, E.Select):
+            return self._select(e, *kids)
+        if isinstance(e, E.Intrinsic):
+            return self._intrinsic(e, kids)
+        t = getattr(e, "type", None)      # node kinds added by later phases
+        return type_interval(t) if isinstance(t, T.Type) else Interval.everything()
+
+    def _point(self, e, kids):
+        """The exact value of ``e`` when every operand is one symbolic value."""
+        from ...model.visit import rebuild
+        vals = iter([_e(k.lo, c.type) for k, c in zip(kids, _operands(e))])
+        fields = []
+        for f in e._fields:
+            v = getattr(e, f)
+            if isinstance(v, E.Expr):
+                v = next(vals)
+            elif isinstance(v, tuple) and v and isinstance(v[0], E.Expr):
+                v = tuple(next(vals) for _ in v)
+            fields.append(v)
+        r = _S.simplify(rebuild(e, tuple(fields)))
+        if isinstance(r, E.Const):
+            return int(r.value) if isinstance(r.value, bool) else r.value
+        return r
+
+    def _leaf(self, e, key, default=None):
+        iv = self.scope.get(key)
+        if iv is not None:
+            return iv
+        if self.symbolic:
+            return Interval.point(e)
+        if default is not None:
+            return default
+        if isinstance(e, E.Param):
+            return type_interval(e.type)
+        return Interval.everything()
+
+    def _call(self, e):
+        name = e.target.name
+        iv = self.func_bounds.get(name)
+        if iv is not None:
+            return as_interval(iv)
+        return type_interval(e.type)
+
+    # -- casts ---------------------------------------------------------------------------
+    def _cast(self, e, a):
+        src, dst = e.value.type, e.type
+        if a.is_numeric():
+            return _iv(N.cast(src, dst, _pair(a)))
+        monotone = (src.is_integral() and dst.is_integral() and
+                    dst.min_value() <= src.min_value() and src.max_value() <= dst.max_value()) \
+            or (src.is_integral() and dst.is_float()) \
+            or (src.is_float() and dst.is_float() and dst.bits >= src.bits)
+        if monotone:
+            lo = None if a.lo is None else _cast_end(dst, a.lo)
+            hi = None if a.hi is None else _cast_end(dst, a.hi)
+            return Interval(lo, hi)
+        return _iv(N.cast(src, dst, _relax(a, src)))
+
+    # -- binary operators ------------------------------------------------------------------
+    def _binop(self, e, a, b):
+        op, t = e.op, e.a.type
+        if a.is_numeric() and b.is_numeric():
+            pa, pb = _pair(a), _pair(b)
+            if op in ("and", "or"):
+                return _iv(N.logic(op, pa, pb))
+            if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+                return _iv(N.compare(op, pa, pb))
+            fn = {"add": N.add, "sub": N.sub, "mul": N.mul, "div": N.div, "mod": N.mod,
+                  "min": N.min_, "max": N.max_}[op]
+            return _iv(fn(t, pa, pb))
+        if op in ("eq", "ne", "lt", "le", "gt", "ge"):
+            return self._sym_compare(op, a, b, t)
+        if op in ("and", "or"):
+            return _iv(N.logic(op, _relax(a, T.bool_), _relax(b, T.bool_)))
+        if op in ("min", "max") and (_index(t) or t.is_float()):
+            if op == "min":
+                return Interval(lo_min(a.lo, b.lo), hi_min(a.hi, b.hi))
+            return Interval(lo_max(a.lo, b.lo), hi_max(a.hi, b.hi))
+        if op in ("add", "sub") and _index(t):
+            if op == "add":
+                return Interval(_op("add", a.lo, b.lo, t), _op("add", a.hi, b.hi, t))
+            return Interval(_op("sub", a.lo, b.hi, t), _op("sub", a.hi, b.lo, t))
+        if _index(t):
+            r = {"mul": _sym_mul, "div": _sym_div, "mod": _sym_mod}[op](a, b, t)
+            if r is not None:
+                return r
+        fn = {"add": N.add, "sub": N.sub, "mul": N.mul, "div": N.div, "mod": N.mod,
+              "min": N.min_, "max": N.max_}[op]
+        return _iv(fn(t, _relax(a, t), _relax(b, t)))
+
+    def _sym_compare(self, op, a, b, t):
+        if op in ("gt", "ge"):
+            op, a, b = {"gt": "lt", "ge": "le"}[op], b, a
+        if op in ("lt", "le"):
+            strict = op == "lt"
+            if a.hi is not None and b.lo is not None and \
+                    _S.prove(E.BinOp(op, _e(a.hi, t), _e(b.lo, t))):
+                return Interval(1, 1)
+            if a.lo is not None and b.hi is not None and \
+                    _S.prove(E.BinOp("le" if strict else "lt", _e(b.hi, t), _e(a.lo, t))):
+                return Interval(0, 0)
+            return Interval(0, 1)
+        if a.is_single_point() and b.is_single_point() and same(a.lo, b.lo):
+            return Interval(1, 1) if op == "eq" else Interval(0, 0)
+        return Interval(0, 1)
+
+    # -- select and intrinsics ---------------------------------------------------------------
+    def _select(self, e, c, tv, fv):
+        if c.is_numeric():
+            lo, hi = _relax(c, T.bool_)
+            if lo >= 1:
+                return tv
+            if hi <= 0:
+                return fv
+        else:
+            p = _S.prove(_e(c.lo, T.bool_)) if c.is_single_point() else None
+            if p is not None:
+                return tv if p else fv
+        return tv.union(fv)
+
+    def _intrinsic(self, e, kids):
+        t = e.type
+        if all(k.is_numeric() for k in kids):
+            return _iv(N.intrinsic(e.name, t, [_pair(k) for k in kids]))
+        if e.name in ("floor", "ceil", "round") and t.is_float():
+            a = kids[0]
+            return Interval(*(None if v is None else _S.simplify(E.Intrinsic(e.name, (_e(v, t),), t))
+                              for v in (a.lo, a.hi)))
+        return _iv(N.intrinsic(e.name, t, [_relax(k, c.type) for k, c in zip(kids, e.args)]))
+
+
+# -- symbolic integer helpers (index arithmetic: no overflow) ------------------------------
+def _operands(e):
+    out = []
+    for f in e._fields:
+        v = getattr(e, f)
+        if isinstance(v, E.Expr):
+            out.append(v)
+        elif isinstance(v, tuple):
+            out.extend(x for x in v if isinstance(x, E.Expr))
+    return out
+
+
+def _cast_end(t, v):
+    if is_num(v):
+        return float(v) if t.is_float() else v
+    return _S.simplify(E.cast(t, v))
+
+
+def _const_point(iv):
+    if iv.is_single_point() and is_num(iv.lo):
+        return iv.lo
+    return None
+
+
+def _sign(iv):
+    """+1 if iv >= 0, -1 if iv <= 0 (numerically or provably), else 0."""
+    lo, hi = iv.lo, iv.hi
+    if lo is not None and (is_num(lo) and lo >= 0 or
+                           isinstance(lo, E.Expr) and _S.prove(E.BinOp("le", E.Const(lo.type, 0), lo))):
+        return 1
+    if hi is not None and (is_num(hi) and hi <= 0 or
+                           isinstance(hi, E.Expr) and _S.prove(E.BinOp("le", hi, E.Const(hi.type, 0)))):
+        return -1
+    return 0
+
+
+def _sym_mul(a, b, t):
+    for x, y in ((a, b), (b, a)):
+        k = _const_point(y)
+        if k is not None:
+            if k == 0:
+                return Interval(0, 0)
+            lo, hi = (x.lo, x.hi) if k > 0 else (x.hi, x.lo)
+            return Interval(_op("mul", lo, k, t), _op("mul", hi, k, t))
+    if not (a.is_bounded() and b.is_bounded()):
+        return None
+    sa, sb = _sign(a), _sign(b)
+    if sa and sb:
+        # both signs known: the extremes are at known corners
+        lo, hi = {(1, 1): ((a.lo, b.lo), (a.hi, b.hi)), (1, -1): ((a.hi, b.lo), (a.lo, b.hi)),
+                  (-1, 1): ((a.lo, b.hi), (a.hi, b.lo)), (-1, -1): ((a.hi, b.hi), (a.lo, b.lo))}[sa, sb]
+        return Interval(_op("mul", *lo, t), _op("mul", *hi, t))
+    ps = [_op("mul", x, y, t) for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    lo, hi = ps[0], ps[0]
+    for p in ps[1:]:
+        lo, hi = lo_min(lo, p), hi_max(hi, p)
+    return Interval(lo, hi)
+
+
+def _sym_div(a, b, t):
+    if not b.is_numeric():
+        return None
+    c, d = _pair(b)
+    if c == d == 0:
+        return Interval(0, 0)
+    if c >= 1 and d < INF:
+        lo = None if a.lo is None else lo_min(_op("div", a.lo, c, t), _op("div", a.lo, d, t))
+        hi = None if a.hi is None else hi_max(_op("div", a.hi, c, t), _op("div", a.hi, d, t))
+        return Interval(lo, hi)
+    if d <= -1 and c > -INF:
+        lo = None if a.hi is None else lo_min(_op("div", a.hi, c, t), _op("div", a.hi, d, t))
+        hi = None if a.lo is None else hi_max(_op("div", a.lo, c, t), _op("div", a.lo, d, t))
+        return Interval(lo, hi)
+    return None
+
+
+def _sym_mod(a, b, t):
+    if b.is_numeric():
+        return _iv(N.mod(t, (-INF, INF), _pair(b)))
+    if is_num(b.lo) and b.lo >= 1 and b.hi is not None:
+        return Interval(0, _op("sub", b.hi, 1, t))
+    return Interval(0, None)
