@@ -218,6 +218,17 @@ def test_param_default_and_passed():
                                   (2 * a[:4] + 1) * 0.5)
 
 
+def test_empty_rdom_leaves_the_initial_value():
+    inp = ts.ImageParam(ts.int32, 1, "e_in")
+    n = ts.Param(ts.int32, "ntaps")
+    f = ts.Func("maybe_sum")
+    f[x] = ts.sum(inp[x + ts.RDom((0, n), name="re").x]) + 5
+    a = np.arange(6, dtype=np.int32)
+    pipe = ts.Pipeline(f)
+    assert realize(pipe, [4], e_in=a, ntaps=0).tolist() == [5, 5, 5, 5]
+    assert realize(pipe, [4], e_in=a, ntaps=2).tolist() == [6, 8, 10, 12]
+
+
 @pytest.mark.parametrize("kind,mode", [("repeat_edge", "edge"), ("mirror_image", "symmetric"),
                                        ("mirror_interior", "reflect"),
                                        ("constant_exterior", "constant")])

@@ -201,9 +201,9 @@ def check_input_regions(pipeline: Pipeline, images: dict, regions: dict) -> None
         if region is None:
             continue
         arr = images[name]
+        if any(hi < lo for lo, hi in region):
+            continue         # nothing is read
         for d, (lo, hi) in enumerate(region):
-            if hi < lo:
-                break        # nothing is read
             ext = arr.shape[arr.ndim - 1 - d]
             if lo < 0 or hi > ext - 1:
                 raise RealizeError(
