@@ -1,0 +1,115 @@
+"""``tilesolve bench``: the command-line face of the bench runner.
+
+    tilesolve bench                                  # every app, every method, small size
+    tilesolve bench --apps blur,harris --methods naive,greedy --size paper --repeat 10
+    tilesolve bench --compare-halide --json out.json --csv out.csv
+
+Exit status: 0 when every row is ok (or unavailable), 1 when a check FAILs or
+a step errors, 2 for bad options (unknown app/method names list the valid ones).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import TilesolveError
+from . import methods as M
+from .runner import SIZES, BenchOptions, app_names, run_bench
+
+__all__ = ["add_bench_arguments", "main_bench"]
+
+
+def _list(text: str) -> list:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {v}")
+    return v
+
+
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--apps", type=_list, default=None, metavar="A,B",
+                   help="comma-separated app names (default: all)")
+    p.add_argument("--methods", type=_list, default=None, metavar="M1,M2",
+                   help=f"comma-separated methods among {', '.join(M.ALL_METHODS)} (default: all; "
+                        "unavailable ones are reported as such)")
+    p.add_argument("--spec", default="host",
+                   help="hardware spec name or YAML path (default: host)")
+    p.add_argument("--size", choices=SIZES, default="small",
+                   help="run size: the app's SMALL_SIZE or PAPER_SIZE (default: small); "
+                        "verification is always at the small size")
+    p.add_argument("--repeat", type=_positive_int, default=7, metavar="N",
+                   help="timed runs after one warm-up (default: 7)")
+    p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
+                   help="time limit in seconds for each solver call")
+    p.add_argument("--seed", type=int, default=0, help="seed for inputs and solvers (default: 0)")
+    p.add_argument("--compare-halide", action="store_true",
+                   help="also run Halide's autoschedulers and tilesolve's schedules compiled by "
+                        "Halide (needs `pip install halide`)")
+    p.add_argument("--json", metavar="FILE", help="write the records as JSON")
+    p.add_argument("--csv", metavar="FILE", help="write the records as CSV")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+
+
+def _validate(p: argparse.ArgumentParser, args) -> None:
+    if args.methods is not None:
+        bad = [m for m in args.methods if m not in M.ALL_METHODS]
+        if bad:
+            p.error(f"unknown method {bad[0]!r}; valid methods: {', '.join(M.ALL_METHODS)}")
+        if not args.methods:
+            p.error("--methods is empty")
+    if args.apps is not None:
+        try:
+            valid = app_names()
+        except TilesolveError as exc:
+            p.error(str(exc))
+        bad = [a for a in args.apps if a not in valid]
+        if bad:
+            p.error(f"unknown app {bad[0]!r}; valid apps: {', '.join(valid)}")
+        if not args.apps:
+            p.error("--apps is empty")
+
+
+def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int:
+    """Run ``tilesolve bench`` with parsed ``args``; the exit status."""
+    from .progress import Progress
+    from .table import format_table, write_csv, write_json
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    _validate(parser, args)
+    opts = BenchOptions(apps=args.apps, methods=args.methods, spec=args.spec, size=args.size,
+                        repeat=args.repeat, time_limit=args.time_limit,
+                        compare_halide=args.compare_halide, seed=args.seed)
+    progress = Progress(stream=err, enabled=not args.quiet)
+    try:
+        result = run_bench(opts, progress)
+    except TilesolveError as exc:
+        err.write(f"tilesolve bench: error: {exc}\n")
+        return 2
+    out.write(format_table(result.records, result.environment))
+    options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat",
+                                             "time_limit", "compare_halide", "seed")}
+    options["spec"] = str(opts.spec)
+    if args.json:
+        write_json(args.json, result.records, result.environment, options)
+        progress.log(f"wrote {args.json}")
+    if args.csv:
+        write_csv(args.csv, result.records)
+        progress.log(f"wrote {args.csv}")
+    return 0 if result.ok else 1

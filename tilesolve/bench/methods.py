@@ -1,0 +1,108 @@
+"""The scheduling methods the bench compares, and whether each one can run here.
+
+* ``naive``: every Func ``compute_root``, loops serial in their natural order,
+  no vectors, no threads (the schedule a first version has; Halide's
+  default of inlining everything can recompute without bound).  Falls back to
+  the compiler's default schedule where the Schedule builder lacks
+  ``compute_root``.
+* ``greedy``, ``ilp``, ``beam``: ``ts.solve_schedule(..., method=name)``.
+
+``method_status(name)`` is ``(True, "")`` or ``(False, reason)``; an
+unavailable method is reported in the table with its reason, never dropped.
+"""
+from __future__ import annotations
+
+import importlib
+import time
+
+__all__ = ["ALL_METHODS", "SOLVER_METHODS", "method_status", "naive_schedule", "solve"]
+
+SOLVER_METHODS = ("greedy", "ilp", "beam")
+ALL_METHODS = ("naive",) + SOLVER_METHODS
+
+
+def _missing(module: str, attr: str | None = None) -> str | None:
+    """None if ``module`` (and ``attr`` in it) imports, else why not."""
+    try:
+        m = importlib.import_module(module)
+    except Exception as exc:
+        return f"{module} does not import ({type(exc).__name__}: {exc})"
+    if attr is not None and not hasattr(m, attr):
+        return f"{module}.{attr} does not exist"
+    return None
+
+
+def compile_status() -> tuple[bool, str]:
+    """Whether ``ts.compile`` (the CPU backend) is there."""
+    why = _missing("tilesolve.backend.compile", "compile")
+    return (why is None), (f"CPU backend unavailable: {why}" if why else "")
+
+
+def reference_status() -> tuple[bool, str]:
+    why = _missing("tilesolve.reference", "realize")
+    return (why is None), (f"reference evaluator unavailable: {why}" if why else "")
+
+
+def method_status(name: str) -> tuple[bool, str]:
+    """``(available, reason)`` for method ``name``."""
+    if name not in ALL_METHODS:
+        raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(ALL_METHODS)}")
+    ok, why = compile_status()
+    if not ok:
+        return False, why
+    if name == "naive":
+        return True, ""
+    why = _missing("tilesolve.solver", "solve_schedule")
+    if why:
+        return False, f"solver unavailable: {why}"
+    solver = importlib.import_module("tilesolve.solver")
+    listed = getattr(solver, "available_methods", None)
+    if callable(listed):
+        try:
+            names = tuple(listed())
+        except Exception as exc:
+            return False, f"tilesolve.solver.available_methods() failed: {exc}"
+        if name not in names:
+            return False, f"the solver does not offer {name!r} here (it offers: {', '.join(names)})"
+        return True, ""
+    if name == "ilp":
+        why = _missing("ortools.sat.python.cp_model")
+        if why:
+            return False, f"OR-tools CP-SAT unavailable: {why}"
+    if name == "beam":
+        why = _missing("tilesolve.solver.beam")
+        if why:
+            return False, f"beam search unavailable: {why}"
+    return True, ""
+
+
+def naive_schedule(pipe):
+    """Every non-output Func ``compute_root`` (outputs are root already); None when
+    the Schedule builder is not there (``ts.compile`` then uses its default)."""
+    try:
+        from ..model.schedule import Schedule
+        s = Schedule(pipe, "cpu")
+        for name, f in pipe.funcs.items():
+            if not pipe.is_output(name):
+                s[f].compute_root()
+    except Exception:
+        return None
+    s.provenance = dict(s.provenance, method="naive")
+    return s
+
+
+def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = None,
+          seed: int = 0):
+    """``(schedule, wall seconds, predicted cost or None)`` for ``method``."""
+    t0 = time.perf_counter()
+    if method == "naive":
+        sched = naive_schedule(pipe)
+        return sched, time.perf_counter() - t0, None
+    from ..solver import solve_schedule
+    kwargs = {"estimates": estimates, "method": method, "seed": seed}
+    if time_limit is not None:
+        kwargs["time_limit"] = time_limit
+    sched = solve_schedule(pipe, spec, **kwargs)
+    seconds = time.perf_counter() - t0
+    prov = getattr(sched, "provenance", None) or {}
+    return sched, seconds, prov.get("predicted_cost")

@@ -1,0 +1,372 @@
+"""The bench loop: for each app and method, solve, compile, verify, time.
+
+    from tilesolve.bench.runner import BenchOptions, run_bench
+    result = run_bench(BenchOptions(apps=["blur"], size="small", repeat=3))
+    result.records, result.ok
+
+Per app (inputs are made once per app and size, and reused by every method):
+
+1. build the pipeline and its estimates at the run size (``--size``);
+2. the reference output at the app's SMALL size (``ts.reference.realize``);
+3. per method: solve (timed) -> compile (timed; a second compile shows the
+   cached cost) -> verify at the SMALL size against the reference -> a
+   warm-up run, then ``repeat`` timed runs at the run size.  At the paper
+   size every output is also compared with the naive schedule's output at
+   that size, which checks the very code that was timed.
+
+An app whose small case needs other build parameters (``SMALL_BUILD``, e.g.
+fewer pyramid levels) is verified on that small pipeline, solved and
+compiled with the same method; the note in the table says so.
+"""
+from __future__ import annotations
+
+import inspect
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import TilesolveError
+from . import methods as M
+from .record import Record, environment
+
+__all__ = ["BenchOptions", "BenchResult", "run_bench", "app_names", "get_app", "compare",
+           "time_runs"]
+
+SIZES = ("small", "paper")
+
+
+@dataclass
+class BenchOptions:
+    apps: list | None = None          # names; None: every app
+    methods: list | None = None       # None: naive + every solver (unavailable ones reported)
+    spec: object = "host"
+    size: str = "small"
+    repeat: int = 7
+    time_limit: float | None = None
+    compare_halide: bool = False
+    seed: int = 0
+
+
+@dataclass
+class BenchResult:
+    records: list = field(default_factory=list)
+    environment: dict = field(default_factory=dict)
+    options: BenchOptions | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No FAIL and no error (unavailable methods do not count)."""
+        return all(r.status in ("ok", "unavailable") for r in self.records)
+
+
+# ---------------------------------------------------------------------------
+# Apps
+# ---------------------------------------------------------------------------
+def app_names() -> list:
+    """The names of the apps in ``tilesolve.apps`` (``APPS``)."""
+    import tilesolve.apps as apps
+    listed = getattr(apps, "APPS", None)
+    if listed is None:
+        raise TilesolveError("tilesolve.apps has no APPS list (the app suite is not there yet)")
+    return list(listed.keys() if isinstance(listed, dict) else listed)
+
+
+def get_app(name: str):
+    """The app module (or object) called ``name``; the error lists the valid names."""
+    import tilesolve.apps as apps
+    names = app_names()
+    if name not in names:
+        raise TilesolveError(f"unknown app {name!r}; valid apps: {', '.join(names)}")
+    getter = getattr(apps, "get_app", None)
+    if getter is not None:
+        return getter(name)
+    listed = apps.APPS
+    return listed[name] if isinstance(listed, dict) else __import__(f"tilesolve.apps.{name}",
+                                                                     fromlist=["build"])
+
+
+def _accepted(fn, params: dict) -> dict:
+    """The entries of ``params`` that ``fn`` takes as keyword arguments."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return dict(params)
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        return dict(params)
+    return {k: v for k, v in params.items() if k in sig.parameters}
+
+
+class Case:
+    """One app at one size: the pipeline, its estimates, the inputs (made once)."""
+
+    def __init__(self, app, sizes, build_params: dict, seed: int, pipeline=None, estimates=None):
+        self.app = app
+        self.sizes = list(sizes)
+        self.params = dict(build_params)
+        self.seed = seed
+        if pipeline is None:
+            kwargs = _accepted(app.build, self.params)
+            if "sizes" in inspect.signature(app.build).parameters:
+                kwargs["sizes"] = self.sizes
+            pipeline, estimates = app.build(**kwargs)
+        self.pipeline, self.estimates = pipeline, estimates
+        self._inputs = None
+
+    @property
+    def inputs(self) -> dict:
+        if self._inputs is None:
+            mk = self.app.make_inputs
+            self._inputs = mk(self.sizes, self.seed, **_accepted(mk, self.params))
+        return self._inputs
+
+
+# ---------------------------------------------------------------------------
+# Checking and timing
+# ---------------------------------------------------------------------------
+def _tolerance(app) -> tuple:
+    tol = getattr(app, "TOLERANCE", None)
+    if tol is None:
+        return 1e-4, 1e-4
+    return (tol, tol) if isinstance(tol, (int, float)) else tuple(tol)
+
+
+def compare(out, ref, rtol: float = 1e-4, atol: float = 1e-4) -> tuple:
+    """``(ok, max_error, tolerance text)``: integers exactly, floats within
+    ``atol * max(1, max|ref|) + rtol * |ref|`` (NaN matches NaN)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    refs = ref if isinstance(ref, tuple) else (ref,)
+    if len(outs) != len(refs):
+        return False, float("inf"), f"{len(outs)} outputs instead of {len(refs)}"
+    ok, worst, text = True, 0.0, "exact"
+    for o, r in zip(outs, refs):
+        o, r = np.asarray(o), np.asarray(r)
+        if o.shape != r.shape:
+            return False, float("inf"), f"shape {o.shape} instead of {r.shape}"
+        if r.size == 0:
+            continue
+        if r.dtype.kind in "biu":
+            d = np.abs(o.astype(np.int64) - r.astype(np.int64))
+            worst = max(worst, float(d.max()))
+            ok = ok and bool(d.max() == 0) and o.dtype == r.dtype
+        else:
+            o64, r64 = o.astype(np.float64), r.astype(np.float64)
+            finite = np.isfinite(r64)
+            scale = max(1.0, float(np.abs(r64[finite]).max())) if finite.any() else 1.0
+            close = np.isclose(o64, r64, rtol=rtol, atol=atol * scale, equal_nan=True)
+            d = np.abs(o64 - r64)
+            d = d[~np.isnan(d)]
+            worst = max(worst, float(d.max()) if d.size else 0.0)
+            ok = ok and bool(close.all())
+            text = f"rtol {rtol:g}, atol {atol:g} x max|ref|"
+    return ok, worst, text
+
+
+def time_runs(fn, repeat: int) -> tuple:
+    """One warm-up call, then ``repeat`` timed calls: ``(milliseconds list, last result)``."""
+    result = fn()
+    times = []
+    for _ in range(max(1, repeat)):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times, result
+
+
+def set_times(rec: Record, times: list) -> None:
+    rec.run_ms = [round(t, 4) for t in times]
+    rec.run_ms_min = min(times)
+    rec.run_ms_median = statistics.median(times)
+    rec.repeat = len(times)
+
+
+# ---------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------
+class AppRun:
+    """Everything about one app that the methods (and the Halide rows) share."""
+
+    def __init__(self, name, app, opts: BenchOptions):
+        self.name, self.app, self.opts = name, app, opts
+        small_params = dict(getattr(app, "SMALL_BUILD", {}) or {})
+        if opts.size == "small":
+            self.run = Case(app, app.SMALL_SIZE, small_params, opts.seed)
+            self.check = self.run
+        else:
+            self.run = Case(app, app.PAPER_SIZE, {}, opts.seed)
+            if small_params:
+                self.check = Case(app, app.SMALL_SIZE, small_params, opts.seed)
+            else:   # the same pipeline object: the timed code itself is verified
+                self.check = Case(app, app.SMALL_SIZE, {}, opts.seed,
+                                  pipeline=self.run.pipeline, estimates=self.run.estimates)
+        self.rtol, self.atol = _tolerance(app)
+        self.reference = None
+        self.naive_out = None          # naive's output at the run size (paper runs)
+        self.schedules: dict = {}      # method -> schedule of the run pipeline
+        self.check_schedules: dict = {}
+
+    @property
+    def separate_check(self) -> bool:
+        return self.check.pipeline is not self.run.pipeline
+
+    def record(self, method: str, env: dict, **kw) -> Record:
+        r = Record(app=self.name, method=method, funcs=len(self.run.pipeline.funcs),
+                   size=self.opts.size, sizes=list(self.run.sizes),
+                   check_sizes=list(self.check.sizes), **kw)
+        for k, v in env.items():
+            setattr(r, k, v)
+        return r
+
+    def verify(self, rec: Record, out) -> None:
+        ok, err, tol = compare(out, self.reference, self.rtol, self.atol)
+        rec.max_error, rec.tolerance = err, tol
+        if ok:
+            rec.check = "ok"
+        else:
+            rec.fail(f"differs from the reference at the small size {self.check.sizes} "
+                     f"(max error {err:g}, tolerance {tol})")
+
+    def cross_check(self, rec: Record, out) -> None:
+        """At the paper size: the timed output against naive's output."""
+        if self.opts.size == "small" or self.naive_out is None or rec.method == "naive":
+            return
+        ok, err, tol = compare(out, self.naive_out, self.rtol, self.atol)
+        if not ok:
+            rec.fail(f"at the run size its output differs from naive's (max error {err:g})")
+
+
+def _schedule_text(sched) -> str:
+    if sched is None:
+        return "(compiler default)"
+    try:
+        return str(sched)
+    except Exception as exc:
+        return f"(schedule does not print: {exc})"
+
+
+def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
+    """Solve, compile, verify and time one method on one app."""
+    rec = ar.record(method, env)
+    ok, why = M.method_status(method)
+    if not ok:
+        rec.unavailable(why)
+        progress.log(f"{ar.name} / {method}: unavailable ({why})")
+        return rec
+    import tilesolve as ts
+    opts, tag = ar.opts, f"{ar.name} / {method}"
+    stage = "solve"
+    try:
+        limit = f" (time limit {opts.time_limit:g}s)" if opts.time_limit and method != "naive" else ""
+        with progress.step(f"{tag}: solving{limit}"):
+            sched, rec.solve_s, rec.predicted_cost = M.solve(
+                ar.run.pipeline, method, spec, ar.run.estimates, opts.time_limit, opts.seed)
+        ar.schedules[method] = sched
+        rec.schedule = _schedule_text(sched)
+        stage = "compile"
+        with progress.step(f"{tag}: compiling"):
+            t0 = time.perf_counter()
+            fast = ts.compile(ar.run.pipeline, sched)
+            rec.compile_s = getattr(fast, "compile_seconds", None) or (time.perf_counter() - t0)
+            rec.compile_cache_hit = getattr(fast, "cache_hit", None)
+            t0 = time.perf_counter()
+            again = ts.compile(ar.run.pipeline, sched)
+            rec.compile_cached_s = getattr(again, "compile_seconds", None) or (time.perf_counter() - t0)
+        stage = "verify"
+        check_fast = fast
+        if ar.separate_check:
+            with progress.step(f"{tag}: solving + compiling the small build for the check"):
+                csched, _, _ = M.solve(ar.check.pipeline, method, spec, ar.check.estimates,
+                                       opts.time_limit, opts.seed)
+                ar.check_schedules[method] = csched
+                check_fast = ts.compile(ar.check.pipeline, csched)
+            rec.note(f"verified on the small build {getattr(ar.app, 'SMALL_BUILD', {})}")
+        else:
+            ar.check_schedules[method] = sched
+        with progress.step(f"{tag}: verifying at {ar.check.sizes}"):
+            ar.verify(rec, check_fast.realize(ar.check.sizes, **ar.check.inputs))
+        stage = "run"
+        with progress.step(f"{tag}: timing {opts.repeat} runs at {ar.run.sizes}"):
+            times, out = time_runs(lambda: fast.realize(ar.run.sizes, **ar.run.inputs), opts.repeat)
+        set_times(rec, times)
+        if method == "naive" and opts.size != "small":
+            ar.naive_out = out
+        ar.cross_check(rec, out)
+    except Exception as exc:   # reported in the table; the bench goes on
+        rec.error(stage, exc)
+        progress.log(f"{tag}: ERROR in {stage}: {type(exc).__name__}: {exc}")
+    return rec
+
+
+def _bare_record(name, method, opts, env) -> Record:
+    r = Record(app=name, method=method, size=opts.size)
+    for k, v in env.items():
+        setattr(r, k, v)
+    return r
+
+
+def _speedups(records: list) -> None:
+    by_app = {}
+    for r in records:
+        if r.method == "naive" and r.run_ms_min:
+            by_app[r.app] = r.run_ms_min
+    for r in records:
+        base = by_app.get(r.app)
+        if base and r.run_ms_min:
+            r.speedup = base / r.run_ms_min
+
+
+def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> BenchResult:
+    """Run the bench; ``apps`` maps names to app objects (default: ``tilesolve.apps``)."""
+    from ..specs import load_spec
+    from .progress import Progress
+    progress = progress or Progress(enabled=False)
+    if opts.size not in SIZES:
+        raise TilesolveError(f"unknown size {opts.size!r}; valid sizes: {', '.join(SIZES)}")
+    if apps is None:
+        names = opts.apps or app_names()
+        apps = {n: get_app(n) for n in names}
+    methods = list(opts.methods or M.ALL_METHODS)
+    for m in methods:
+        if m not in M.ALL_METHODS:
+            raise TilesolveError(f"unknown method {m!r}; valid methods: {', '.join(M.ALL_METHODS)}")
+    if "naive" not in methods:
+        progress.log("note: 'naive' is not among the methods, so there is no speedup column")
+    with progress.step(f"loading spec {opts.spec}"):
+        spec = load_spec(opts.spec)
+    env = environment(spec)
+    result = BenchResult(environment=env, options=opts)
+    ok, why = M.reference_status()
+    for name, app in apps.items():
+        stage, ar = "build", None
+        try:
+            with progress.step(f"{name}: building the pipeline and inputs ({opts.size})"):
+                ar = AppRun(name, app, opts)
+                stage = "inputs"
+                ar.run.inputs, ar.check.inputs
+            if ok:
+                stage = "reference"
+                with progress.step(f"{name}: reference at {ar.check.sizes}"):
+                    from ..reference import realize
+                    ar.reference = realize(ar.check.pipeline, ar.check.sizes, **ar.check.inputs)
+        except Exception as exc:      # every method of this app is reported as an error
+            progress.log(f"{name}: ERROR in {stage}: {type(exc).__name__}: {exc}")
+            for m in methods:
+                rec = ar.record(m, env) if ar is not None else _bare_record(name, m, opts, env)
+                rec.error(stage, exc)
+                result.records.append(rec)
+            continue
+        if not ok:
+            for m in methods:
+                rec = ar.record(m, env)
+                rec.unavailable(why)
+                result.records.append(rec)
+            continue
+        # naive first: the others' speedups and paper-size cross-checks need it
+        for m in sorted(methods, key=lambda m: m != "naive"):
+            result.records.append(bench_method(ar, m, spec, env, progress))
+        if opts.compare_halide:
+            from .halide_rows import halide_records
+            result.records.extend(halide_records(ar, methods, spec, env, progress, result.records))
+    _speedups(result.records)
+    return result

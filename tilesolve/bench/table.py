@@ -1,0 +1,135 @@
+"""The bench's outputs: the text table, the JSON file, the CSV file.
+
+The JSON and CSV fields are documented in ``tilesolve/bench/__init__.py``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+from .record import FIELDS
+
+__all__ = ["format_table", "write_json", "write_csv"]
+
+COLUMNS = ("app", "Funcs", "method", "solve s", "compile s", "run ms min/median", "speedup",
+           "pred cost", "check")
+
+
+def _num(v, fmt: str) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return format(v, fmt)
+
+
+def _seconds(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" if v < 10 else f"{v:.1f}"
+
+
+def _ms(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" if v < 1 else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+def _method(r) -> str:
+    return f"{r.method} ({r.schedule_from})" if r.schedule_from else r.method
+
+
+def _row(r, note: int | None) -> list:
+    mark = f" [{note}]" if note else ""
+    if r.status == "unavailable":
+        return [r.app, str(r.funcs or "-"), _method(r), "-", "-", "-", "-", "-", f"n/a{mark}"]
+    compile_s = _seconds(r.compile_s)
+    if r.compile_cache_hit:
+        compile_s += "*"
+    run = "-" if r.run_ms_min is None else f"{_ms(r.run_ms_min)}/{_ms(r.run_ms_median)}"
+    speed = "-" if r.speedup is None else f"{r.speedup:.2f}x"
+    check = {"ok": "ok", "FAIL": "FAIL <<<"}.get(r.check or "", "-")
+    if r.status == "error":
+        check = "ERROR <<<"
+    return [r.app, str(r.funcs), _method(r), _seconds(r.solve_s), compile_s, run, speed,
+            _num(r.predicted_cost, ".3g"), check + mark]
+
+
+def format_table(records, environment: dict | None = None) -> str:
+    """The table, notes for rows with details, and a loud list of failures."""
+    notes, rows = [], []
+    for r in records:
+        n = None
+        if r.detail:
+            notes.append(f"[{len(notes) + 1}] {r.app} / {_method(r)}: {r.detail}")
+            n = len(notes)
+        rows.append(_row(r, n))
+    widths = [max(len(COLUMNS[i]), *(len(row[i]) for row in rows)) if rows else len(COLUMNS[i])
+              for i in range(len(COLUMNS))]
+    right = {1, 3, 4, 5, 6, 7}
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = []
+    if environment:
+        out.append(f"spec {environment.get('spec')}, {environment.get('cores')} cores, "
+                   f"{environment.get('date')}, host {environment.get('host')}")
+    out.append(line(COLUMNS))
+    out.append(line(["-" * w for w in widths]))
+    prev = None
+    for r, row in zip(records, rows):
+        if prev is not None and r.app != prev:
+            out.append("")
+        prev = r.app
+        out.append(line(row))
+    if any(r.compile_cache_hit for r in records):
+        out.append("* compiled code loaded from the on-disk cache")
+    if records:
+        reps = sorted({r.repeat for r in records if r.repeat})
+        out.append(f"run ms: min/median of {'/'.join(map(str, reps)) or 'the'} timed runs after one "
+                   "warm-up; speedup: naive's min / this min")
+        out.append("sizes: " + ", ".join(f"{r.app} {r.size} {r.sizes} (checked at {r.check_sizes})"
+                                         for r in _first_per_app(records)))
+    out.extend(notes)
+    bad = [r for r in records if r.status in ("FAIL", "error")]
+    if bad:
+        out.append("")
+        out.append(f"FAILED: {len(bad)} of {len(records)} rows:")
+        out.extend(f"  {r.app} / {_method(r)}: {r.status}: {r.detail}" for r in bad)
+    return "\n".join(out) + "\n"
+
+
+def _first_per_app(records):
+    seen, out = set(), []
+    for r in records:
+        if r.app not in seen:
+            seen.add(r.app)
+            out.append(r)
+    return out
+
+
+def write_json(path, records, environment: dict, options: dict | None = None) -> None:
+    """``{"tilesolve_bench": 1, "environment": {...}, "options": {...}, "records": [...]}``."""
+    doc = {"tilesolve_bench": 1, "environment": environment, "options": options or {},
+           "records": [_clean(r.to_dict()) for r in records]}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def _clean(d: dict) -> dict:
+    """JSON has no inf/nan: they become null."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+def write_csv(path, records) -> None:
+    """One line per record, columns ``FIELDS``; lists are space-separated."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FIELDS)
+        for r in records:
+            d = _clean(r.to_dict())
+            w.writerow(["" if d[k] is None else
+                        (" ".join(map(str, d[k])) if isinstance(d[k], list) else d[k])
+                        for k in FIELDS])

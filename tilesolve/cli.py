@@ -1,0 +1,111 @@
+"""The ``tilesolve`` command.
+
+    tilesolve bench [--apps a,b] [--methods m1,m2] [--spec host] [--size small|paper]
+                    [--repeat N] [--time-limit S] [--compare-halide] [--json F] [--csv F]
+    tilesolve specs [NAME]          # list the hardware specs, or print one as YAML
+    tilesolve demo [--size W H]     # the blur of DESIGN.md: schedule, compile, check
+
+``bench`` is documented in ``tilesolve.bench`` (the table, the JSON fields),
+``specs`` in ``tilesolve.specs.cli``.  ``main(argv)`` returns the exit status
+(0 ok, 1 a failed check or step, 2 bad options) instead of exiting, so it can
+be called in-process.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+__all__ = ["main"]
+
+
+def _parser():
+    """The top-level parser and the ``bench`` subparser (for its usage errors)."""
+    from .bench.cli import add_bench_arguments
+    p = argparse.ArgumentParser(
+        prog="tilesolve", description="A Halide-style compiler whose autoscheduler solves for "
+                                      "the schedule.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    b = sub.add_parser("bench", help="solve, compile, verify and time the app suite",
+                       description="For each app and method: solve (timed), compile (timed), "
+                                   "verify against the reference at the small size, time the "
+                                   "runs; print one table.")
+    add_bench_arguments(b)
+    sub.add_parser("specs", help="list the hardware specs, or print one as YAML",
+                   add_help=False)
+    d = sub.add_parser("demo", help="schedule, compile and check the blur of DESIGN.md")
+    d.add_argument("--size", type=int, nargs=2, default=[640, 480], metavar=("W", "H"))
+    d.add_argument("--method", default="auto",
+                   help="solver method (greedy, ilp, beam, auto; default auto)")
+    d.add_argument("--spec", default="host", help="hardware spec (default: host)")
+    return p, b
+
+
+def main(argv=None) -> int:
+    """Run the ``tilesolve`` command; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "specs":   # its own parser, its own options
+        from .specs.cli import main_specs
+        return main_specs(argv[1:])
+    parser, bench_parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "bench":
+            from .bench.cli import main_bench
+            return main_bench(args, bench_parser)
+        if args.command == "demo":
+            return demo(args.size, args.method, args.spec)
+    except SystemExit as exc:        # argparse: --help (0) or a usage error (2)
+        return exc.code if isinstance(exc.code, int) else 2
+    parser.print_help()
+    return 2
+
+
+def demo(size, method: str = "auto", spec_name: str = "host", out=None) -> int:
+    """Define the two-pass blur, schedule it, compile it, compare with the reference."""
+    import numpy as np
+
+    import tilesolve as ts
+    from .bench.methods import compile_status, naive_schedule
+    out = sys.stdout if out is None else out
+    w, h = size
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    clamped = ts.boundary.repeat_edge(inp)
+    blur_x, blur_y = ts.Func("blur_x"), ts.Func("blur_y")
+    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    pipe = ts.Pipeline(blur_y)
+    out.write(f"algorithm:\n{pipe}\n\n")
+    arr = np.random.default_rng(0).random((h, w), dtype=np.float32)
+    t0 = time.perf_counter()
+    ref = ts.reference.realize(pipe, [w, h], input=arr)
+    out.write(f"reference (numpy): {(time.perf_counter() - t0) * 1e3:.1f} ms\n")
+    ok, why = compile_status()
+    if not ok:
+        out.write(f"cannot compile: {why}\n")
+        return 1
+    try:
+        spec = ts.load_spec(spec_name)
+        t0 = time.perf_counter()
+        sched = ts.solve_schedule(pipe, spec, estimates={"blur_y": [w, h], "input": [w, h]},
+                                  method=method)
+        out.write(f"solved ({method}) in {time.perf_counter() - t0:.2f} s\n")
+    except Exception as exc:
+        out.write(f"no solver schedule ({type(exc).__name__}: {exc}); using the naive one\n")
+        sched = naive_schedule(pipe)
+    out.write(f"schedule:\n{sched if sched is not None else '(compiler default)'}\n\n")
+    fast = ts.compile(pipe, sched)
+    out.write(f"compiled in {getattr(fast, 'compile_seconds', float('nan')):.2f} s"
+              f"{' (cache hit)' if getattr(fast, 'cache_hit', False) else ''}\n")
+    fast.realize([w, h], input=arr)
+    t0 = time.perf_counter()
+    got = fast.realize([w, h], input=arr)
+    out.write(f"compiled run: {(time.perf_counter() - t0) * 1e3:.2f} ms\n")
+    err = float(np.max(np.abs(got.astype(np.float64) - ref)))
+    out.write(f"max error vs the reference: {err:.3g}\n")
+    return 0 if err <= 1e-5 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
