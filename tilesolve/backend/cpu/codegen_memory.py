@@ -172,10 +172,15 @@ class MemoryEmitter:
     def _heap_allocate(self, s, elem, nbytes: int, emit_body):
         b = self.b
         size = ir.Constant(I64, nbytes)
+        overflow = ir.Constant(ir.IntType(1), 0)
         for ext in s.extents:
             x = b.sext(self.scalar(ext), I64)
             x = b.select(b.icmp_signed("<", x, ir.Constant(I64, 0)), ir.Constant(I64, 0), x)
-            size = b.mul(size, x)
+            prod = b.smul_with_overflow(size, x)
+            size = b.extract_value(prod, 0)
+            overflow = b.or_(overflow, b.extract_value(prod, 1))
+        # an impossible size makes aligned_alloc fail, which reports ERR_ALLOC
+        size = b.select(overflow, ir.Constant(I64, -128), size)
         # aligned_alloc wants a multiple of the alignment; ask for at least 64 bytes
         size = b.and_(b.add(size, ir.Constant(I64, 64)), ir.Constant(I64, -64))
         i8p = I8.as_pointer()

@@ -1,0 +1,299 @@
+"""The CPU code generator on hand-built loop IR, compared with numpy.
+
+Each test writes a small loop-IR program (the shapes lowering produces: maps, stencils
+with an intermediate allocation, parallel/vectorized/unrolled loops, lets, conditionals,
+scatters, GPU-style block/thread loops with a barrier), compiles it and checks the result.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilesolve.backend.cpu.codegen import generate
+from tilesolve.backend.cpu.runtime import NativeKernel
+from tilesolve.lower import ir as L
+from tilesolve.model import expr as E
+from tilesolve.model import types as T
+
+f32, i32 = T.float32, T.int32
+
+
+def V(name):
+    return E.Var(name)
+
+
+def C(v, t=i32):
+    return E.Const(t, v)
+
+
+def buf(name, t=f32, dims=1, out=False):
+    return L.Argument(name, "buffer", t, dims, out)
+
+
+def ld(b, idx, t=f32):
+    return L.load(b, idx, t)
+
+
+def build(args, body, name="prog"):
+    gen = generate(L.LoweredPipeline(name, tuple(args), body))
+    return NativeKernel(gen), gen
+
+
+def at2(b, x, y):
+    """Flat index of (x, y) in argument buffer b."""
+    return x + y * V(f"{b}.stride.1")
+
+
+def test_map_1d_with_param():
+    k = E.Param(f32, "k")
+    x = V("f.x")
+    body = L.For("f.x", C(0), V("out.extent.0"), "serial",
+                 L.Store("out", x, ld("inp", x) * k + E.cast(f32, x)))
+    kern, gen = build([buf("inp"), buf("out", out=True), L.Argument("k", "scalar", f32)], body)
+    a = np.random.default_rng(0).random(37).astype(np.float32)
+    o = np.zeros(37, np.float32)
+    assert kern([a, o], [1.5]) == 0
+    np.testing.assert_array_equal(o, a * np.float32(1.5) + np.arange(37, dtype=np.float32))
+
+
+def _stencil_program(memory, width_const=None):
+    """tmp[x, r] = inp[x, y + r] + inp[x + 1, y + r] + inp[x + 2, y + r]  (a 3-row window)
+    out[x, y] = tmp[x, 0] + tmp[x, 1] + tmp[x, 2], one window per row y."""
+    x, y, r, xt = V("o.x"), V("o.y"), V("t.r"), V("t.x")
+    w = V("out.extent.0") if width_const is None else C(width_const)
+    tmp_x = L.For("t.x", C(0), w, "serial",
+                  L.Store("tmp", xt + r * w,
+                          ld("inp", at2("inp", xt, y + r)) + ld("inp", at2("inp", xt + 1, y + r))
+                          + ld("inp", at2("inp", xt + 2, y + r))))
+    produce = L.For("t.r", C(0), C(3), "serial", tmp_x)
+    consume = L.For("o.x", C(0), w, "serial",
+                    L.Store("out", at2("out", x, y),
+                            ld("tmp", x) + ld("tmp", x + w) + ld("tmp", x + 2 * w)))
+    alloc = L.Allocate("tmp", f32, (w, C(3)), memory,
+                       L.Block.make([L.ProducerConsumer("tmp", True, produce),
+                                     L.ProducerConsumer("tmp", False, consume)]))
+    body = L.For("o.y", C(0), V("out.extent.1"), "parallel", alloc)
+    return [buf("inp", dims=2), buf("out", dims=2, out=True)], body
+
+
+@pytest.mark.parametrize("memory,width_const", [("heap", None), ("stack", 64), ("stack", None)])
+def test_stencil_2d_with_intermediate_allocation(memory, width_const):
+    args, body = _stencil_program(memory, width_const)
+    kern, gen = build(args, body)
+    h, w = 23, 64
+    a = np.random.default_rng(1).random((h + 2, w + 2)).astype(np.float32)
+    o = np.zeros((h, w), np.float32)
+    assert kern([a, o], [], 2) == 0
+    t = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
+    np.testing.assert_array_equal(o, t[:-2] + t[1:-1] + t[2:])
+    on_heap = any("on the heap" in n for n in gen.notes)
+    assert on_heap == (memory == "stack" and width_const is None)
+    ir_text = kern.jit.llvm_ir()
+    assert ("aligned_alloc" in ir_text) == (memory == "heap" or width_const is None)
+
+
+def test_parallel_outer_loop_and_thread_counts():
+    x, y = V("o.x"), V("o.y")
+    body = L.For("o.y", C(0), V("out.extent.1"), "parallel",
+                 L.For("o.x", C(0), V("out.extent.0"), "serial",
+                       L.Store("out", at2("out", x, y), E.cast(f32, x * 1000 + y))))
+    kern, gen = build([buf("out", dims=2, out=True)], body)
+    assert "par.worker" in kern.jit.llvm_ir()
+    want = (np.arange(50)[None, :] * 1000 + np.arange(41)[:, None]).astype(np.float32)
+    for threads in (1, 2, 3, 0):
+        o = np.zeros((41, 50), np.float32)
+        assert kern([o], [], threads) == 0
+        np.testing.assert_array_equal(o, want)
+
+
+def test_vectorized_loads_dense_strided_reversed_and_gather():
+    xo, xi = V("v.xo"), V("v.xi")
+    x = xo * 8 + xi
+    n = V("out.extent.0")
+    value = (ld("inp", x) + ld("inp", 2 * x) * 10 + ld("inp", n - 1 - x) * 100
+             + ld("inp", (x * 7) % 13) * 1000 + ld("inp", ld("idx", x, i32)) * 10000
+             + ld("inp", xo))
+    body = L.For("v.xo", C(0), n / 8, "serial",
+                 L.For("v.xi", C(0), C(8), "vectorized", L.Store("out", x, value)))
+    kern, gen = build([buf("inp"), buf("idx", i32), buf("out", out=True)], body)
+    assert gen.notes == ()
+    n_ = 64
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 10, 2 * n_).astype(np.float32)
+    idx = rng.integers(0, 2 * n_, n_).astype(np.int32)
+    o = np.zeros(n_, np.float32)
+    assert kern([a, idx, o]) == 0
+    xs = np.arange(n_)
+    want = (a[xs] + a[2 * xs] * 10 + a[n_ - 1 - xs] * 100 + a[(xs * 7) % 13] * 1000
+            + a[idx] * 10000 + a[xs // 8])
+    np.testing.assert_array_equal(o, want.astype(np.float32))
+    ir_text = kern.jit.llvm_ir()
+    assert "load <8 x float>" in ir_text           # the dense loads
+
+
+def test_vectorized_stores_scatter_reverse_and_uniform():
+    xi = V("v.xi")
+    body = L.Block.make([
+        L.For("v.xi", C(0), C(8), "vectorized", L.Block.make([
+            L.Store("rev", C(7) - xi, E.cast(f32, xi)),
+            L.Store("odd", xi * 2 + 1, E.cast(f32, xi)),
+            L.Store("last", C(0), E.cast(f32, xi) * 3),
+        ])),
+    ])
+    kern, gen = build([buf("rev", out=True), buf("odd", out=True), buf("last", out=True)], body)
+    rev, odd, last = np.zeros(8, np.float32), np.zeros(16, np.float32), np.zeros(1, np.float32)
+    assert kern([rev, odd, last]) == 0
+    np.testing.assert_array_equal(rev, np.arange(8)[::-1])
+    np.testing.assert_array_equal(odd[1::2], np.arange(8))
+    np.testing.assert_array_equal(odd[0::2], 0)
+    assert last[0] == 21.0
+
+
+def test_let_and_if_then_else_uniform_and_varying():
+    x, y = V("o.x"), V("o.y")
+    k = E.Param(i32, "k")
+    inner = L.For("o.x", C(0), C(16), "vectorized", L.LetStmt(
+        "o.row", y * V("out.stride.1"),
+        L.IfThenElse(x < k,                          # varies across lanes -> scalar loop
+                     L.Store("out", x + V("o.row"), C(1.0, f32)),
+                     L.Store("out", x + V("o.row"), C(2.0, f32)))))
+    outer = L.For("o.y", C(0), V("out.extent.1"), "serial",
+                  L.IfThenElse(y < 2, inner,                    # uniform: a branch
+                               L.For("o.x2", C(0), C(16), "vectorized",
+                                     L.Store("out", V("o.x2") + y * 16, C(3.0, f32)))))
+    kern, gen = build([buf("out", dims=2, out=True), L.Argument("k", "scalar", i32)], outer)
+    assert any("o.x is not vectorized" in n and "varies" in n for n in gen.notes)
+    assert not any("o.x2" in n for n in gen.notes)
+    o = np.zeros((4, 16), np.float32)
+    assert kern([o], [5]) == 0
+    want = np.full((4, 16), 3.0, np.float32)
+    want[:2, :5], want[:2, 5:] = 1.0, 2.0
+    np.testing.assert_array_equal(o, want)
+
+
+def test_histogram_scatter_with_computed_index():
+    x = V("h.x")
+    bin_ = E.clamp(ld("inp", x, i32), 0, 15)
+    init = L.For("h.b", C(0), C(16), "serial", L.Store("hist", V("h.b"), C(0)))
+    update = L.For("h.x", C(0), V("inp.extent.0"), "serial",
+                   L.Store("hist", bin_, L.load("hist", bin_, i32) + 1))
+    kern, gen = build([buf("inp", i32), buf("hist", i32, out=True)], L.Block.make([init, update]))
+    a = np.random.default_rng(3).integers(-5, 25, 1000).astype(np.int32)
+    h = np.full(16, 99, np.int32)
+    assert kern([a, h]) == 0
+    np.testing.assert_array_equal(h, np.bincount(np.clip(a, 0, 15), minlength=16))
+
+
+def test_unrolled_loop_and_vector_body_with_inner_serial_reduction():
+    xo, xi, r, u = V("s.xo"), V("s.xi"), V("s.r"), V("s.u")
+    x = xo * 8 + xi
+    # out[x] = sum_r inp[x + r] over r in [0, k): the loop over r sits inside the vector loop
+    red = L.Block.make([
+        L.Store("out", x, C(0.0, f32)),
+        L.For("s.r", C(0), E.Param(i32, "k"), "serial",
+              L.Store("out", x, ld("out", x) + ld("inp", x + r))),
+    ])
+    unrolled = L.For("s.u", C(0), C(3), "unrolled", L.Store("tri", u, E.cast(f32, u * u)))
+    body = L.Block.make([
+        L.For("s.xo", C(0), C(4), "serial", L.For("s.xi", C(0), C(8), "vectorized", red)),
+        unrolled])
+    kern, gen = build([buf("inp"), buf("out", out=True), buf("tri", out=True),
+                       L.Argument("k", "scalar", i32)], body)
+    assert gen.notes == ()
+    a = np.arange(40, dtype=np.float32)
+    o, tri = np.zeros(32, np.float32), np.zeros(3, np.float32)
+    assert kern([a, o, tri], [5]) == 0
+    np.testing.assert_array_equal(o, [a[i:i + 5].sum() for i in range(32)])
+    np.testing.assert_array_equal(tri, [0, 1, 4])
+
+
+def test_gpu_block_thread_loops_with_shared_memory_and_barrier():
+    """Each block stages 16 values in shared memory, then thread t reads slot 15 - t: only
+    correct if the serial emulation finishes the first phase before the second."""
+    bk, t = V("g.b"), V("g.t")
+    phase1 = L.Store("s", t, ld("inp", bk * 16 + t))
+    phase2 = L.Store("out", bk * 16 + t, ld("s", C(15) - t))
+    threads = L.For("g.t", C(0), C(16), "gpu_thread",
+                    L.Block.make([phase1, L.Barrier(), phase2]))
+    body = L.For("g.b", C(0), V("out.extent.0") / 16, "gpu_block",
+                 L.Allocate("s", f32, (C(16),), "shared", threads))
+    kern, gen = build([buf("inp"), buf("out", out=True)], body)
+    a = np.arange(64, dtype=np.float32)
+    o = np.zeros(64, np.float32)
+    assert kern([a, o]) == 0
+    np.testing.assert_array_equal(o, a.reshape(4, 16)[:, ::-1].ravel())
+
+
+def test_nested_parallel_loop_runs_serially():
+    x, y = V("o.x"), V("o.y")
+    body = L.For("o.y", C(0), C(8), "parallel",
+                 L.For("o.x", C(0), C(8), "parallel",
+                       L.Store("out", x + y * 8, E.cast(f32, x - y))))
+    kern, gen = build([buf("out", out=True)], body)
+    assert any("o.x runs serially" in n for n in gen.notes)
+    o = np.zeros(64, np.float32)
+    assert kern([o], [], 2) == 0
+    np.testing.assert_array_equal(o.reshape(8, 8), np.arange(8)[None, :] - np.arange(8)[:, None])
+
+
+def test_bool_buffers_and_mixed_types():
+    xo, xi = V("b.xo"), V("b.xi")
+    x = xo * 16 + xi
+    v = ld("inp", x, T.bool_)
+    body = L.For("b.xo", C(0), C(2), "parallel",
+                 L.For("b.xi", C(0), C(16), "vectorized", L.Block.make([
+                     L.Store("nb", x, ~v),
+                     L.Store("u8", x, E.select(v, E.cast(T.uint8, x), E.Const(T.uint8, 200))),
+                 ])))
+    kern, gen = build([buf("inp", T.bool_), buf("nb", T.bool_, out=True),
+                       buf("u8", T.uint8, out=True)], body)
+    a = np.random.default_rng(4).random(32) < 0.5
+    nb, u8 = np.zeros(32, bool), np.zeros(32, np.uint8)
+    assert kern([a, nb, u8], [], 2) == 0
+    np.testing.assert_array_equal(nb, ~a)
+    np.testing.assert_array_equal(u8, np.where(a, np.arange(32), 200))
+
+
+def test_failed_heap_allocation_returns_error_code():
+    huge = E.Param(i32, "n")
+    use = L.Block.make([L.Store("big", V("o.y"), C(1.0, f32)),
+                        L.Store("out", V("o.y"), ld("big", V("o.y")))])
+    for extents in ((huge, huge), (huge, huge, huge)):      # 2**62 bytes; overflows i64
+        body = L.For("o.y", C(0), C(2), "parallel", L.Allocate("big", f32, extents, "heap", use))
+        kern, gen = build([buf("out", out=True), L.Argument("n", "scalar", i32)], body)
+        o = np.zeros(2, np.float32)
+        assert kern([o], [1 << 30], 2) == 1
+        np.testing.assert_array_equal(o, 0)       # the allocation's scope was skipped
+        assert kern([o], [4], 2) == 0
+        np.testing.assert_array_equal(o, 1)
+
+
+def test_blur_vectorized_by_16_uses_wide_registers():
+    from tilesolve.backend.cpu.target import host_target
+    if not host_target().info.has_feature("avx"):
+        pytest.skip("the host CPU has no AVX: no ymm/zmm registers to look for")
+    args, body = _stencil_program("heap")
+    x, y = V("o.xi"), V("o.y")
+    # the consumer loop, vectorized by 16 (extent divisible by 16 in this test)
+    body = L.For("o.y", C(0), V("out.extent.1"), "serial", L.Allocate(
+        "tmp", f32, (V("out.extent.0"), C(3)), "heap", L.Block.make([
+            L.For("t.r", C(0), C(3), "serial",
+                  L.For("t.xo", C(0), V("out.extent.0") / 16, "serial", L.For(
+                      "t.xi", C(0), C(16), "vectorized", L.LetStmt(
+                          "t.x", V("t.xo") * 16 + V("t.xi"),
+                          L.Store("tmp", V("t.x") + V("t.r") * V("out.extent.0"),
+                                  ld("inp", at2("inp", V("t.x"), y + V("t.r")))
+                                  + ld("inp", at2("inp", V("t.x") + 1, y + V("t.r")))))))),
+            L.For("o.xo", C(0), V("out.extent.0") / 16, "serial", L.For(
+                "o.xi", C(0), C(16), "vectorized",
+                L.Store("out", at2("out", V("o.xo") * 16 + x, y),
+                        ld("tmp", V("o.xo") * 16 + x) / 3))),
+        ])))
+    kern, gen = build(args, body)
+    assert gen.notes == ()
+    asm = kern.jit.assembly()
+    assert "ymm" in asm or "zmm" in asm
+    a = np.random.default_rng(5).random((10, 34)).astype(np.float32)
+    o = np.zeros((8, 32), np.float32)
+    assert kern([a, o]) == 0
+    np.testing.assert_array_equal(o, (a[:8, :32] + a[:8, 1:33]) / np.float32(3))
