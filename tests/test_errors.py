@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tilesolve as ts
-from tilesolve.errors import PipelineError, RealizeError
+from tilesolve.errors import BoundsError, PipelineError, RealizeError
 
 x, y = ts.Var("x"), ts.Var("y")
 
@@ -198,12 +198,7 @@ def test_realize_wrong_rank():
         ts.reference.realize(_pipe(), [8, 5], image=np.zeros((1, 5, 9), np.float32), gain=1.0)
 
 
-def test_realize_input_too_small(monkeypatch):
-    # TEMPORARY: until tilesolve.analysis.intervals.required_regions lands.
-    import tilesolve.analysis.intervals as iv
-    if not hasattr(iv, "required_regions"):
-        from _tmp_regions import regions
-        monkeypatch.setattr(iv, "required_regions", regions, raising=False)
+def test_realize_input_too_small():
     # scaled[x, y] reads image[x + 1, y]: an 8-wide output needs image columns 1..8.
     with pytest.raises(RealizeError, match=r"input 'image' is too small: dimension 0 \(numpy axis 1\) "
                                            r"is read over \[1, 8\] but the array has extent 8"):
@@ -227,3 +222,18 @@ def test_realize_bad_sizes():
         ts.reference.realize(_pipe(), [8], image=_img(), gain=1.0)
     with pytest.raises(RealizeError, match=r"size 1 of output scaled must be a positive int"):
         ts.reference.realize(_pipe(), [8, 0], image=_img(), gain=1.0)
+
+
+def test_realize_unbounded_data_dependent_index():
+    idx = ts.ImageParam(ts.int32, 1, "indices")
+    table = ts.ImageParam(ts.float32, 1, "table")
+    f = ts.Func("lookup")
+    f[x] = table[idx[x]]
+    with pytest.raises(BoundsError, match=r"Func lookup reads table in dimension 0"):
+        ts.reference.realize(ts.Pipeline(f), [4], indices=np.zeros(4, np.int32),
+                             table=np.zeros(8, np.float32))
+    g = ts.Func("clamped_lookup")
+    g[x] = table[ts.clamp(idx[x], 0, 7)]
+    out = ts.reference.realize(ts.Pipeline(g), [4], indices=np.array([-5, 3, 9, 7], np.int32),
+                               table=np.arange(8, dtype=np.float32))
+    assert out.tolist() == [0, 3, 7, 7]

@@ -16,15 +16,6 @@ x, y, c, i = ts.Var("x"), ts.Var("y"), ts.Var("c"), ts.Var("i")
 realize = ts.reference.realize
 
 
-@pytest.fixture(autouse=True)
-def _temporary_regions(monkeypatch):
-    # TEMPORARY: until tilesolve.analysis.intervals.required_regions lands.
-    import tilesolve.analysis.intervals as iv
-    if not hasattr(iv, "required_regions"):
-        from _tmp_regions import regions
-        monkeypatch.setattr(iv, "required_regions", regions, raising=False)
-
-
 def _rng(seed=0):
     return np.random.default_rng(seed)
 
