@@ -257,6 +257,8 @@ class FuncHandle(StageHandle):
             new = replace(fs, store=level)
         else:
             new = replace(fs, compute=level, store=explicit.get(name, level))
+        from .schedule_levels import check_store
+        check_store({**s._funcs, name: new}, name, new, where)
         s._commit(name, new, self._record(method, args), explicit_store=explicit)
         return self
 

@@ -51,9 +51,10 @@ def check_target(pipeline, funcs: dict, name: str, level: LoopLevel, what: str) 
                             f"are {', '.join(st0.loop_names())} (innermost first)")
 
 
-def _check_store(funcs: dict, name: str, fs: FuncSchedule, what: str) -> None:
+def check_store(funcs: dict, name: str, fs: FuncSchedule, what: str) -> None:
+    """Storage must be at or outside the compute level (``what``: the message prefix)."""
     if fs.compute.kind != "inline" and not encloses(funcs, fs.store, fs.compute):
-        raise ScheduleError(f"Func {name} (pure stage): {what}: storage level {fs.store} is "
+        raise ScheduleError(f"{what}: storage level {fs.store} of Func {name} is "
                             f"inside compute level {fs.compute}; store at or outside where it "
                             "is computed")
 
@@ -75,7 +76,7 @@ def check_all(pipeline, funcs: dict, what: str) -> None:
                     f"{what}: this removes loop {lvl.var} of Func {lvl.func}, where {name} is "
                     f"{kind} ({lvl}); schedule {lvl.func}'s loops before compute_at/store_at, "
                     f"or keep the name (split({lvl.var}, {lvl.var}, ...))")
-        _check_store(funcs, name, fs, what)
+        check_store(funcs, name, fs, what)
 
 
 def _is_default(fs: FuncSchedule, defaults: FuncSchedule) -> bool:

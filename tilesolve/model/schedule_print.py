@@ -102,7 +102,7 @@ def provenance_lines(prov: dict) -> list:
 
 
 def _num(v) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
 def schedule_code(s) -> str:

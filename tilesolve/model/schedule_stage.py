@@ -68,10 +68,10 @@ def find_loop(facts: StageFacts, st: StageSchedule, name: str, action: str) -> i
 
 
 def _check_new_name(facts, st, name, allowed, action):
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ScheduleError(f"{facts.where}: {action}: new loop name {name!r} must be an identifier")
     if name in allowed:
         return
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ScheduleError(f"{facts.where}: {action}: new loop name {name!r} must be an identifier")
     if name in seen_names(facts, st):
         raise ScheduleError(f"{facts.where}: {action}: the name {name} is already used by a "
                             "loop of this stage; pick a fresh name")
