@@ -155,6 +155,14 @@ def test_two_outputs_sharing_a_producer():
     np.testing.assert_array_equal(r1, (a * 2 + 1)[:2, :3])
 
 
+def test_output_read_outside_its_own_window():
+    a, b = ts.Func("out_a"), ts.Func("out_b")
+    a[x] = x * 10
+    b[x] = a[x - 1] + a[x + 2]         # out_a is computed over [-1, 5], returned over [0, 3]
+    ra, rb = realize(ts.Pipeline([a, b]), [4])
+    assert ra.tolist() == [0, 10, 20, 30] and rb.tolist() == [10, 30, 50, 70]
+
+
 # -- inline reductions, where, Params -------------------------------------------------
 def test_inline_reductions():
     inp = ts.ImageParam(ts.int32, 2, "red_in")

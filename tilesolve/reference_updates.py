@@ -31,7 +31,6 @@ import math
 
 import numpy as np
 
-from .errors import BoundsError
 from .model import expr as E
 from .model.evaluate import eval_scalar, evaluate
 from .model.visit import find
