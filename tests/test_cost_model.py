@@ -94,7 +94,7 @@ def test_occupancy_matches_calculator(spec, threads, regs, smem, expected):
 
 def test_gpu_columns_respect_hard_constraints():
     spec = load_spec("h100")
-    p = Problem(blur_pipeline(), spec, {"blur_y": [W, H]})
+    p = Problem(blur_pipeline(), spec, {"blur_y": [W, H], "input": [W, H]})
     model = CostModel(p)
     from tilesolve.solver.tilings import candidate_tilings
     g = Group("blur_y", frozenset({"blur_x", "blur_y"}))

@@ -68,7 +68,8 @@ def _reads(problem, name, region, defs) -> tuple[dict, int]:
     """Boxes each callee is read over when computing ``name`` over ``region``;
     also the number of update-domain points."""
     f = problem.func(name)
-    pure_scope = {v.name: Interval(lo, hi) for v, (lo, hi) in zip(f.pure.args, region)}
+    pure_scope = dict(problem.base_scope)
+    pure_scope.update({v.name: Interval(lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
     need: dict = {}
     upd_points = 0
     for k, d in enumerate(defs):
@@ -85,7 +86,7 @@ def _reads(problem, name, region, defs) -> tuple[dict, int]:
                     pts *= iv.hi - iv.lo + 1
             upd_points += pts
         for e in (d.value,) + tuple(d.args):
-            for callee, box in boxes_required(e, scope).items():
+            for callee, box in boxes_required(e, scope, func_bounds=problem.value_bounds).items():
                 if callee == name:
                     continue
                 b = tuple((int(_num(iv.lo, -2**31)), int(_num(iv.hi, 2**31 - 1))) for iv in box)

@@ -181,13 +181,14 @@ class CostModel:
         else:
             loads = load_cost * n * input_words_per_tile(p, facts)
             stores = load_cost * out_words
-            ok, why = True, ""
+            reasons = []
             if fp > spec.tile_cache_bytes:
-                ok, why = False, f"footprint {fp} B > cache for tiles {spec.tile_cache_bytes} B"
+                reasons.append(f"footprint {fp} B > cache for tiles {spec.tile_cache_bytes} B")
             max_tiles = num_tiles(region, tuple(1 if t is not None else None for t in sizes))
             need = min(spec.parallelism_threshold, max_tiles)
             if n < need:
-                ok, why = False, f"{n} tiles < parallelism threshold {need}"
+                reasons.append(f"{n} tiles < parallelism threshold {need}")
+            ok, why = not reasons, "; ".join(reasons)
         total = arith + loads + stores if ok else math.inf
         return Cost(total, arith, loads, stores, 0.0, ok, why, n, fp,
                     recompute_ratio(p, facts, n))

@@ -17,13 +17,35 @@ it is usually small and read many times.
 """
 from __future__ import annotations
 
-from ..analysis.costs import expr_cost
 from ..model import expr as E
 from ..model.func import Func
 from ..model.pipeline import Pipeline
 from ..model.visit import walk
 
 TRIVIAL_OPS = 4
+# A Func whose value is one load plus index arithmetic (a boundary condition,
+# a crop, a transpose) is inlined when its index math is at most this much.
+DATA_MOVEMENT_OPS = 16
+
+
+def _variant_ops(e) -> int:
+    """Arithmetic of the parts of ``e`` that depend on a loop variable
+    (loop-invariant parts, such as ``input.extent(0) - 1``, are hoisted)."""
+    from ..analysis.costs import node_cost
+    varying: dict = {}
+
+    def dep(n) -> bool:
+        hit = varying.get(id(n))
+        if hit is None:
+            hit = isinstance(n, (E.Var, E.RVar, E.Call)) or any(dep(c) for c in _kids(n))
+            varying[id(n)] = hit
+        return hit
+    return sum(node_cost(n) for n in walk(e) if dep(n))
+
+
+def _kids(n):
+    from ..model.visit import children
+    return children(n)
 
 
 def _affine_var(a) -> E.Var | None:
@@ -70,7 +92,11 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             continue
         if any(is_site for _, _, _, is_site in sites):
             continue
-        ops, _ = expr_cost(f.pure.value)
+        ops = _variant_ops(f.pure.value)
+        n_calls = sum(1 for n in walk(f.pure.value) if isinstance(n, E.Call))
+        if n_calls == 1 and ops <= DATA_MOVEMENT_OPS:
+            inlined.add(name)
+            continue
         if any(not _injective(call.args) for _, _, call, _ in sites):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
             data_dep = any(any(isinstance(n, E.Call) for a in call.args for n in walk(a))

@@ -55,6 +55,34 @@ class Problem:
         self.inlined: frozenset = choose_inlined(pipeline, self.regions) if inline else frozenset()
         self.funcs: tuple = tuple(n for n in pipeline.order() if n not in self.inlined)
 
+    # -- scopes for the interval analysis -----------------------------------------
+    @cached_property
+    def base_scope(self) -> dict:
+        """Params (their defaults) and input extents (from the regions) as intervals."""
+        from ..analysis.intervals import Interval
+        from ..model.evaluate import extent_key
+        scope = {}
+        for n, prm in self.pipeline.params.items():
+            if prm.default is not None:
+                scope[n] = Interval.point(prm.default)
+        for img in self.pipeline.images:
+            box = self.regions.get(img)
+            if box is None:
+                continue
+            sizes = self.estimates.get(img) or [hi + 1 for _, hi in box]
+            for d, n in enumerate(sizes):
+                scope[extent_key(img, d)] = Interval.point(int(n))
+        return scope
+
+    @cached_property
+    def value_bounds(self) -> dict:
+        """Value range of every Func (bounds data-dependent indices, e.g. LUTs)."""
+        from ..analysis.intervals.regions import func_value_bounds
+        params = {n: prm.default for n, prm in self.pipeline.params.items() if prm.default is not None}
+        sizes = {img: self.estimates.get(img) or [hi + 1 for _, hi in self.regions[img]]
+                 for img in self.pipeline.images if img in self.regions}
+        return func_value_bounds(self.pipeline, params=params, input_sizes=sizes)
+
     # -- per-Func facts ------------------------------------------------------------
     def func(self, name: str) -> Func:
         return self.pipeline.funcs[name]

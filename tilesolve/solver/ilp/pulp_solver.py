@@ -24,7 +24,10 @@ def _solver(name: str, time_limit: float, msg: bool = False):
 
 def solve_pulp(form, hint=(), time_limit: float = 10.0, seed: int = 0, backend: str = "cbc") -> dict:
     prob = pulp.LpProblem("tilesolve", pulp.LpMinimize)
-    x = [pulp.LpVariable(f"x{j}", cat="Binary") for j in range(len(form.columns))]
+    if hasattr(prob, "add_variable"):       # PuLP >= 3.3
+        x = [prob.add_variable(f"x{j}", cat="Binary") for j in range(len(form.columns))]
+    else:
+        x = [pulp.LpVariable(f"x{j}", cat="Binary") for j in range(len(form.columns))]
     # objective in the original units (PuLP handles floats)
     prob += pulp.lpSum(form.columns[j].cost.total * x[j] for j in range(len(x)))
     for f, js in form.cover.items():
