@@ -11,7 +11,9 @@ ABI of the generated entry function
 * ``dims``: for each buffer argument in the same order, for each dimension d (0 =
   innermost): its extent, then its stride in *elements*; consecutively, so buffer i
   dimension d is at ``2 * (sum of the ranks of buffers before i) + 2 * d``.  They bind the
-  loop IR's Vars ``<buffer>.extent.<d>`` and ``<buffer>.stride.<d>``.
+  loop IR's Vars ``<buffer>.extent.<d>`` and ``<buffer>.stride.<d>``.  The stride of
+  dimension 0 must be 1: the code is specialized for dense rows (``<b>.stride.0`` is the
+  constant 1, so accesses contiguous in x become vector loads); callers copy other arrays.
 * ``scalars[j]``: the j-th scalar argument (a Param), in its low bytes: integers and bool
   sign- or zero-extended (only the low bits are read), float32 as its bit pattern in the
   low 32 bits, float64 as its 64-bit pattern.
@@ -111,6 +113,9 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
             buffers[pname] = Buffer(arg, buf_names[pname].type)
         elif pname != "num_threads":
             env[pname] = arg
+    for a in bufs:
+        # dense rows: dimension 0 has stride 1, so x-contiguous accesses are vector loads
+        env[f"{a.name}.stride.0"] = ir.Constant(I32, 1)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     err = b.alloca(I32, name="err")
     b.store(ir.Constant(I32, 0), err)

@@ -1,0 +1,92 @@
+"""``ts.compile(pipeline, schedule=None, ...)``: lower, generate LLVM IR, JIT, wrap.
+
+::
+
+    fast = ts.compile(pipe, sched)              # or ts.compile(pipe) for the default schedule
+    out = fast.realize([6400, 4800], input=img)
+
+Steps: ``lower(pipeline, schedule, target="cpu")`` -> ``codegen.generate`` -> the JIT with
+the on-disk object cache -> :class:`~tilesolve.backend.cpu.compiled.CompiledPipeline`.
+
+The environment is read here and only here: ``TILESOLVE_CACHE_DIR`` (the cache directory
+when ``cache_dir`` is not given; default ``~/.cache/tilesolve/llvm``) and
+``TILESOLVE_NUM_THREADS`` (the thread count when ``num_threads`` is not given; default:
+the cores this process may use).
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from ..errors import ScheduleError, TilesolveError
+from ..model.pipeline import Pipeline
+
+__all__ = ["compile", "compile_lowered"]
+
+
+def _cpu_target(schedule, target) -> None:
+    """Raise unless this compile is for the CPU (the only backend so far)."""
+    sched_target = getattr(schedule, "target", "cpu") if schedule is not None else "cpu"
+    if sched_target != "cpu":
+        raise TilesolveError(f"ts.compile: the schedule targets {sched_target!r}; only the CPU "
+                             "backend exists so far (the CUDA backend is later work)")
+    if target is None or target in ("cpu", "host"):
+        return
+    if isinstance(target, str):
+        raise TilesolveError(f"ts.compile: target {target!r} is not supported; use 'cpu' "
+                             "(the CUDA backend is later work)")
+    is_gpu = getattr(target, "is_gpu", None)
+    if callable(is_gpu) and is_gpu():
+        raise TilesolveError(f"ts.compile: the hardware spec {getattr(target, 'name', target)!r} "
+                             "is a GPU; only the CPU backend exists so far")
+    if not callable(is_gpu):
+        raise TilesolveError(f"ts.compile: target must be 'cpu' or a HardwareSpec, got {target!r}")
+
+
+def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None):  # noqa: A001
+    """Compile ``pipeline`` under ``schedule`` (None: the default schedule, every Func
+    inlined or computed at root as lowering decides) for the host CPU.
+
+    ``target``: None, ``"cpu"`` or a CPU ``HardwareSpec`` (code is always generated for the
+    host CPU's features).  ``num_threads``: the thread team for parallel loops.
+    ``cache_dir``: where compiled objects are cached (``False`` disables the cache).
+    """
+    from .cpu.jit import DiskCache, default_cache_dir
+    from .cpu.parallel import resolve_num_threads
+
+    if not isinstance(pipeline, Pipeline):
+        raise TypeError(f"ts.compile: expected a Pipeline, got {type(pipeline).__name__}")
+    if schedule is not None and getattr(schedule, "pipeline", pipeline) is not pipeline:
+        raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
+    _cpu_target(schedule, target)
+    if num_threads is None:
+        num_threads = resolve_num_threads(os.environ)
+    elif isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"ts.compile: num_threads must be a positive int, got {num_threads!r}")
+    if cache_dir is False:
+        cache = None
+    else:
+        cache = DiskCache(cache_dir if cache_dir is not None else default_cache_dir(os.environ))
+
+    from ..lower import lower
+    t0 = time.perf_counter()
+    lowered = lower(pipeline, schedule, target="cpu")
+    return compile_lowered(pipeline, lowered, schedule=schedule, num_threads=num_threads,
+                           cache=cache, _t0=t0)
+
+
+def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, cache=None,
+                    _t0=None):
+    """The back half of :func:`compile`: generate and JIT an already lowered pipeline
+    (``cache``: a ``DiskCache`` or None).  For tests and tools that build loop IR by hand."""
+    from .cpu.codegen import generate
+    from .cpu.compiled import CompiledPipeline
+    from .cpu.runtime import NativeKernel
+    from .cpu.target import host_target
+
+    t0 = time.perf_counter() if _t0 is None else _t0
+    tgt = host_target()
+    generated = generate(lowered, tgt.info.triple, tgt.info.data_layout)
+    kernel = NativeKernel(generated, tgt, cache)
+    seconds = time.perf_counter() - t0
+    return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)

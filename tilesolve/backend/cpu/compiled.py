@@ -1,0 +1,202 @@
+"""``CompiledPipeline``: native code for one Pipeline + Schedule, callable with numpy arrays.
+
+``realize(sizes, *, out=None, **inputs_and_params)`` checks everything the generated
+code relies on *before* it runs, so bad arguments raise :class:`RealizeError` (naming the
+input, dimension, region needed and shape given) and never crash the process:
+
+* arguments: every input and Param bound, no unknown keyword, exact dtypes and ranks,
+  sizes positive ints of the right count (the same rules as ``reference.realize``);
+* regions: each input covers the region the compiled code may read from it (the
+  lowering's ``input_regions``, evaluated for these sizes; the interval analysis's
+  ``required_regions`` if lowering gave none);
+* memory: inputs are passed zero-copy (strides in elements; an array whose rows are not
+  dense (last axis stride != itemsize), whose strides are not multiples of its itemsize,
+  or which overlaps an output, is copied first: the code is specialized for stride 1 in
+  dimension 0); ``out=``
+  arrays must have the exact shape and dtype, be C-contiguous, writeable and not overlap
+  each other; every flat index must fit in int32.
+
+A call keeps no state in the object, so several Python threads may realize the same
+CompiledPipeline at once (ctypes releases the GIL while native code runs).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import BoundsError, LoweringError, RealizeError
+from ...model.evaluate import eval_scalar
+from .codegen import GeneratedModule
+from .codegen_memory import ERR_ALLOC
+from .runtime import NativeKernel
+
+__all__ = ["CompiledPipeline"]
+
+_INT32_MAX = 2 ** 31 - 1
+
+
+class CompiledPipeline:
+    """The result of ``ts.compile``.  Attributes: ``pipeline``, ``schedule``, ``lowered``
+    (the loop IR), ``num_threads``, ``compile_seconds`` (lowering + code generation +
+    LLVM, or the cache load), ``cache_hit``, ``notes`` (remarks from lowering and code
+    generation, e.g. loops that could not be vectorized)."""
+
+    def __init__(self, pipeline, schedule, lowered, generated: GeneratedModule,
+                 kernel: NativeKernel, num_threads: int, compile_seconds: float):
+        self.pipeline = pipeline
+        self.schedule = schedule
+        self.lowered = lowered
+        self.generated = generated
+        self._kernel = kernel
+        self.num_threads = int(num_threads)
+        self.compile_seconds = compile_seconds
+        self.cache_hit = kernel.jit.cache_hit
+        self.notes = tuple(lowered.notes) + tuple(generated.notes)
+
+    # -- inspection --------------------------------------------------------------------
+    def llvm_ir(self) -> str:
+        """The optimized LLVM IR."""
+        return self._kernel.jit.llvm_ir()
+
+    def assembly(self) -> str:
+        """The host assembly of the optimized IR."""
+        return self._kernel.jit.assembly()
+
+    def loop_ir(self) -> str:
+        """The lowered loop IR, as text."""
+        return str(self.lowered)
+
+    def __repr__(self) -> str:
+        return (f"<CompiledPipeline {self.lowered.name}: {len(self.generated.buffer_args)} "
+                f"buffers, {self.num_threads} threads, cache_hit={self.cache_hit}>")
+
+    # -- running -----------------------------------------------------------------------
+    def realize(self, sizes, *, out=None, **inputs_and_params):
+        """Run the pipeline.  ``sizes``: innermost first (or a dict by output name), as in
+        ``reference.realize``.  Returns one array, or a tuple in output order, each of shape
+        ``reversed(sizes)``; with ``out=`` (an array, or a sequence in output order) the
+        results are written there and the same arrays are returned."""
+        from ...reference import _bind_arguments, _output_sizes
+        images, params = _bind_arguments(self.pipeline, inputs_and_params)
+        out_sizes = _output_sizes(self.pipeline, sizes)
+        outputs = self._outputs(out_sizes, out)
+        images = {n: self._input_view(n, a, outputs) for n, a in images.items()}
+        arrays = {**images, **outputs}
+        self._check_regions(out_sizes, images, arrays, params)
+        bufs = []
+        for a in self.generated.buffer_args:
+            if a.name not in arrays:
+                raise LoweringError(f"compiled code takes a buffer {a.name!r} that is neither "
+                                    "an input nor an output of the pipeline")
+            arr = arrays[a.name]
+            _check_int32_span(a.name, arr)
+            bufs.append(arr)
+        scalars = [params[a.name] for a in self.generated.scalar_args]
+        rc = self._kernel(bufs, scalars, self.num_threads)
+        if rc == ERR_ALLOC:
+            raise MemoryError(f"{self.lowered.name}: a heap allocation failed in the compiled "
+                              "code; the outputs are incomplete")
+        if rc != 0:
+            raise RealizeError(f"{self.lowered.name}: the compiled code returned error {rc}")
+        res = tuple(outputs[n] for n in self.pipeline.output_names)
+        return res[0] if len(res) == 1 else res
+
+    def _outputs(self, out_sizes: dict, out) -> dict:
+        names = self.pipeline.output_names
+        types = {n: self.pipeline.func(n).type for n in names}
+        if out is None:
+            return {n: np.empty(tuple(reversed(s)), types[n].dtype) for n, s in out_sizes.items()}
+        arrays = [out] if isinstance(out, np.ndarray) else list(out)
+        if len(arrays) != len(names):
+            raise RealizeError(f"realize(): out= has {len(arrays)} arrays but the pipeline has "
+                               f"{len(names)} outputs ({', '.join(names)})")
+        result = {}
+        for n, arr in zip(names, arrays):
+            shape = tuple(reversed(out_sizes[n]))
+            if not isinstance(arr, np.ndarray):
+                raise RealizeError(f"realize(): out= for output {n} must be a numpy array, "
+                                   f"got {type(arr).__name__}")
+            if arr.shape != shape:
+                raise RealizeError(f"realize(): out= for output {n} has shape {arr.shape}; "
+                                   f"sizes {out_sizes[n]} need shape {shape}")
+            if arr.dtype != types[n].dtype:
+                raise RealizeError(f"realize(): out= for output {n} has dtype {arr.dtype}; "
+                                   f"expected {types[n].dtype}")
+            if not arr.flags.c_contiguous or not arr.flags.writeable:
+                raise RealizeError(f"realize(): out= for output {n} must be a writeable, "
+                                   "C-contiguous array (use np.ascontiguousarray)")
+            for m, other in result.items():
+                if np.may_share_memory(arr, other):
+                    raise RealizeError(f"realize(): the out= arrays of outputs {m} and {n} "
+                                       "overlap")
+            result[n] = arr
+        return result
+
+    @staticmethod
+    def _input_view(name: str, arr: np.ndarray, outputs: dict) -> np.ndarray:
+        """The array to pass for an input: zero-copy unless its strides are not whole
+        elements or it overlaps an output (then a private copy)."""
+        inner = arr.strides[-1] if arr.ndim and arr.shape[-1] > 1 else arr.itemsize
+        if inner != arr.itemsize or any(s % arr.itemsize for s in arr.strides) or \
+                any(np.may_share_memory(arr, o) for o in outputs.values()):
+            return np.ascontiguousarray(arr).copy()
+        return arr
+
+    def _check_regions(self, out_sizes, images, arrays, params) -> None:
+        regions = self.lowered.input_regions
+        if not regions:
+            return _check_with_analysis(self.pipeline, out_sizes, images, params)
+        env = dict(params)
+        for name, arr in arrays.items():
+            for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
+                env[f"{name}.extent.{d}"] = np.int32(ext)
+                env[f"{name}.stride.{d}"] = np.int32(st // arr.itemsize)
+        for name, dims in regions:
+            arr = images.get(name)
+            if arr is None:
+                continue
+            needed = []
+            for lo_e, ext_e in dims:
+                lo, ext = int(eval_scalar(lo_e, env)), int(eval_scalar(ext_e, env))
+                needed.append((lo, lo + ext - 1) if ext > 0 else None)
+            _check_input(name, arr, needed)
+
+
+def _check_input(name: str, arr: np.ndarray, needed) -> None:
+    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None."""
+    shape = tuple(reversed(arr.shape))
+    for d, r in enumerate(needed):
+        if r is None:
+            continue
+        lo, hi = r
+        if lo < 0 or hi >= shape[d]:
+            raise RealizeError(
+                f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
+                f"{arr.ndim - 1 - d}) must cover [{lo}, {hi}] but the array has extent "
+                f"{shape[d]} there (shape {arr.shape})")
+
+
+def _check_with_analysis(pipeline, out_sizes, images, params) -> None:
+    from ...analysis.intervals import required_regions
+    firsts = list(out_sizes.values())
+    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
+    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    for name, arr in images.items():
+        box = boxes.get(name)
+        if box is None:
+            continue
+        needed = []
+        for d, iv in enumerate(box):
+            lo, hi = iv.lo, iv.hi
+            if lo is None or hi is None or not np.isfinite(float(lo)) or not np.isfinite(float(hi)):
+                raise BoundsError(f"the region of input {name} read in dimension {d} is "
+                                  f"unbounded ([{lo}, {hi}]); clamp the indices that read it")
+            needed.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
+        _check_input(name, arr, needed)
+
+
+def _check_int32_span(name: str, arr: np.ndarray) -> None:
+    span = sum((e - 1) * abs(s // arr.itemsize) for e, s in zip(arr.shape, arr.strides) if e > 0)
+    if span > _INT32_MAX:
+        raise RealizeError(f"realize(): array {name!r} (shape {arr.shape}) spans {span + 1} "
+                           "elements; compiled code indexes with int32 (at most 2**31 - 1)")
