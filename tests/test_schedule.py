@@ -662,3 +662,41 @@ def test_random_schedules_round_trip(data):
         s.validate()
     except ScheduleError as e:
         assert "Func " in str(e)
+
+
+# -- loop nests ------------------------------------------------------------------------------------
+def test_golden_blur_loop_nest():
+    s = blur_schedule()
+    text = s.loop_nest([6400, 4800], input_sizes={"input": [6400, 4800]})
+    check_golden("loop_nest_blur.txt", text)
+    assert "  parallel yo in [0, 149]:\n    for xo in [0, 24]:\n      produce blur_x:\n" in text
+    assert "        for y in [-1, 32]:" in text           # one row above and below the tile
+    assert "vectorized xi_v in [0, 15]:" in text and "consume blur_x:" in text
+
+
+def test_golden_histogram_loop_nest():
+    s = histogram_schedule()
+    text = s.loop_nest([640, 480], input_sizes={"input": [640, 480]})
+    check_golden("loop_nest_histogram.txt", text)
+    assert "  for r.y in [0, 479]:\n    for rxo in [0, 159]:\n      unrolled rxi in [0, 3]:" in text
+    assert text.index("produce hist:") < text.index("consume hist:") < text.index("produce out:")
+
+
+def test_loop_nest_nested_compute_at_regions():
+    p, a, b, cc = chain()
+    s = ts.Schedule(p)
+    s[cc].tile(x, y, xo, yo, xi, yi, 8, 8).fuse(xo, yo, "t").parallel("t")
+    s[b].compute_at(cc, "t").split(y, yo, yi, 3)
+    s[a].compute_at(b, yi)
+    lines = s.loop_nest([64, 32], input_sizes={"input": [100, 100]}).splitlines()
+    assert lines[:9] == ["produce c:", "  parallel t in [0, 31]:", "    produce b:",
+                         "      for yo in [0, 2]:", "        for yi in [0, 2]:",
+                         "          produce a:", "            for y in [-1, -1]:",
+                         "              for x in [0, 8]:", "                a(x, y) = ..."]
+    s[a].compute_at(cc, yi)                    # b reads a outside c.yi: rejected
+    with err(r"Func a \(pure stage\): it is computed at c.yi, but Func b \(pure stage\) reads it outside"):
+        s.loop_nest([64, 32], input_sizes={"input": [100, 100]})
+
+
+def test_lazy_export():
+    assert ts.Schedule is Schedule

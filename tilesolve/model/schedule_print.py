@@ -19,9 +19,9 @@ from .schedule_types import Directive
 
 def _arg(a) -> str:
     kind, v = a
-    if kind in ("var", "func"):
+    if kind == "var" or (kind == "func" and v.isidentifier()):
         return v
-    if kind == "str":
+    if kind in ("str", "func"):
         return '"' + v + '"'
     return str(v)
 
