@@ -35,11 +35,11 @@ def _cpu_target(schedule, target) -> None:
     if isinstance(target, str):
         raise TilesolveError(f"ts.compile: target {target!r} is not supported; use 'cpu' "
                              "(the CUDA backend is later work)")
-    is_gpu = getattr(target, "is_gpu", None)
-    if callable(is_gpu) and is_gpu():
+    kind = getattr(target, "kind", None)
+    if kind == "gpu":
         raise TilesolveError(f"ts.compile: the hardware spec {getattr(target, 'name', target)!r} "
                              "is a GPU; only the CPU backend exists so far")
-    if not callable(is_gpu):
+    if kind != "cpu":
         raise TilesolveError(f"ts.compile: target must be 'cpu' or a HardwareSpec, got {target!r}")
 
 
