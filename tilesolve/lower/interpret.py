@@ -1,0 +1,392 @@
+"""A checking interpreter of the loop IR (numpy), for tests and GPU emulation.
+
+``interpret(lowered, buffers, params)`` runs ``lowered.body``: ``buffers``
+maps every buffer argument to a numpy array (outputs are written in place),
+``params`` every scalar argument to a value.  ``run(lowered, sizes, **kw)``
+allocates the outputs and returns them as ``reference.realize`` does.
+
+Every buffer carries a *written* mask.  The interpreter raises
+``LoweringError`` on a Load of an element never stored, on any index outside
+a buffer, and (at the end) on an output element never stored.  Buffer
+arguments are copied into padded layouts (a gap after every row and plane,
+never written), so an index past the end of a row is caught as well.
+
+Speed: a loop whose body is a chain of loops, lets and guards ending in one
+Store runs as one numpy evaluation over all its iterations (broadcasting one
+axis per loop), unless an iteration reads an element stored by an earlier
+iteration of the same nest (a scan): then it runs serially, point by point.
+Parallel, vectorized, unrolled and GPU loops all run serially (GPU
+emulation: ``Barrier`` is a no-op).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import LoweringError, RealizeError
+from ..model import expr as E
+from ..model.evaluate import evaluate
+from ..model.visit import mutate
+from . import ir as L
+
+PAD = 2
+
+
+class _BufRef:
+    """Stands for a buffer inside the Calls that replace Loads for ``evaluate``."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name, type):
+        self.name, self.type = name, type
+
+
+class _Buf:
+    __slots__ = ("name", "data", "written", "is_input")
+
+    def __init__(self, name, data, written, is_input=False):
+        self.name, self.data, self.written, self.is_input = name, data, written, is_input
+
+
+class _Fallback(Exception):
+    pass
+
+
+def _padded(arr: np.ndarray, dtype, fill_written: bool):
+    """A flat padded copy of ``arr``: (flat data, written mask, strides innermost first)."""
+    ext = list(reversed(arr.shape))
+    padded = [e + PAD for e in ext[:-1]] + [ext[-1]]
+    strides, s = [], 1
+    for p in padded:
+        strides.append(s)
+        s *= p
+    shape = tuple(reversed(padded))
+    data = np.zeros(shape, dtype=dtype)
+    written = np.zeros(shape, dtype=bool)
+    sl = tuple(slice(0, e) for e in reversed(ext))
+    data[sl] = arr
+    written[sl] = fill_written
+    return data.reshape(-1), written.reshape(-1), strides
+
+
+class Interpreter:
+    def __init__(self, lowered: L.LoweredPipeline):
+        self.lowered = lowered
+        self.refs: dict = {}
+        self.memo: dict = {}
+        self.bufs: dict[str, _Buf] = {}
+        self.eligible: dict[int, tuple] = {}
+        self.recording = None
+        self.mask = True
+
+    # -- expressions -----------------------------------------------------------------
+    def _ref(self, name, t):
+        key = (name, t)
+        r = self.refs.get(key)
+        if r is None:
+            r = self.refs[key] = _BufRef(name, t)
+        return r
+
+    def _conv(self, n):
+        if isinstance(n, L.Load):
+            return E.Call(self._ref(n.buffer, n.type), (self.conv(n.index),))
+        return None
+
+    def conv(self, e):
+        hit = self.memo.get(id(e))      # the IR keeps its Exprs alive
+        if hit is None:
+            hit = self.memo[id(e)] = mutate(e, self._conv, {})
+        return hit
+
+    def ev(self, e, env):
+        return evaluate(self.conv(e), env, self._load)
+
+    def _load(self, target, args):
+        buf = self.bufs.get(target.name)
+        if buf is None:
+            raise LoweringError(f"Load from {target.name} outside its allocation")
+        idx = np.asarray(args[0]).astype(np.int64)
+        size = buf.data.size
+        safe = np.clip(idx, 0, max(size - 1, 0))
+        if self.recording is not None:
+            self.recording.append((buf, idx, self.mask))
+        else:
+            self._check_loads(buf, idx, True)
+        if size == 0:
+            return np.zeros(idx.shape, dtype=buf.data.dtype)
+        return buf.data[safe]
+
+    @staticmethod
+    def _check_loads(buf, idx, mask):
+        idx = np.asarray(idx)
+        m = np.broadcast_to(mask, idx.shape) if idx.ndim else mask
+        sel = idx[m] if idx.ndim else (idx if m else np.zeros(0, np.int64))
+        sel = np.atleast_1d(sel)
+        if sel.size == 0:
+            return
+        bad = (sel < 0) | (sel >= buf.data.size)
+        if bad.any():
+            raise LoweringError(f"Load from {buf.name} at flat index {int(sel[bad][0])}, outside "
+                                f"the buffer (size {buf.data.size})")
+        unw = ~buf.written[sel]
+        if unw.any():
+            raise LoweringError(f"Load from {buf.name} at flat index {int(sel[unw][0])}, which "
+                                "was never stored")
+
+    # -- statements ------------------------------------------------------------------
+    def run(self, env):
+        self.exec(self.lowered.body, env)
+
+    def exec(self, s, env):
+        if isinstance(s, L.Block):
+            for x in s.stmts:
+                self.exec(x, env)
+        elif isinstance(s, L.For):
+            self._for(s, env)
+        elif isinstance(s, L.LetStmt):
+            inner = dict(env)
+            inner[s.name] = self.ev(s.value, env)
+            self.exec(s.body, inner)
+        elif isinstance(s, L.IfThenElse):
+            if bool(self.ev(s.cond, env)):
+                self.exec(s.then_case, env)
+            elif s.else_case is not None:
+                self.exec(s.else_case, env)
+        elif isinstance(s, L.Store):
+            self._store_scalar(s, env)
+        elif isinstance(s, L.Allocate):
+            self._allocate(s, env)
+        elif isinstance(s, L.ProducerConsumer):
+            self.exec(s.body, env)
+        elif isinstance(s, L.Barrier):
+            pass
+        else:
+            raise LoweringError(f"the interpreter cannot run {type(s).__name__}")
+
+    def _allocate(self, s, env):
+        exts = [int(self.ev(x, env)) for x in s.extents]
+        if any(e < 0 for e in exts):
+            raise LoweringError(f"allocation {s.name} has a negative extent {exts}")
+        size = int(np.prod(exts, dtype=np.int64)) if exts else 1
+        old = self.bufs.get(s.name)
+        self.bufs[s.name] = _Buf(s.name, np.zeros(size, dtype=s.type.dtype),
+                                 np.zeros(size, dtype=bool))
+        try:
+            self.exec(s.body, env)
+        finally:
+            if old is None:
+                del self.bufs[s.name]
+            else:
+                self.bufs[s.name] = old
+
+    def _store_buf(self, name):
+        buf = self.bufs.get(name)
+        if buf is None:
+            raise LoweringError(f"Store to {name} outside its allocation")
+        if buf.is_input:
+            raise LoweringError(f"Store to input {name}")
+        return buf
+
+    def _store_scalar(self, s, env):
+        buf = self._store_buf(s.buffer)
+        i = int(self.ev(s.index, env))
+        v = self.ev(s.value, env)
+        if not 0 <= i < buf.data.size:
+            raise LoweringError(f"Store to {s.buffer} at flat index {i}, outside the buffer "
+                                f"(size {buf.data.size})")
+        buf.data[i] = v
+        buf.written[i] = True
+
+    def _for(self, s, env):
+        mn, ext = int(self.ev(s.min, env)), int(self.ev(s.extent, env))
+        if ext <= 0:
+            return
+        if self._chain(s) is not None:
+            try:
+                self._vector(s, env)
+                return
+            except _Fallback:
+                pass
+        inner = dict(env)
+        for i in range(mn, mn + ext):
+            inner[s.name] = np.int32(i)
+            self.exec(s.body, inner)
+
+    # -- vector mode -----------------------------------------------------------------------
+    def _chain(self, s):
+        """The loops/lets/guards/store chain under For ``s`` (or None)."""
+        hit = self.eligible.get(id(s))
+        if hit is not None:
+            return hit[1]
+        chain, x = [], s
+        while True:
+            chain.append(x)
+            if isinstance(x, (L.For, L.LetStmt)):
+                x = x.body
+            elif isinstance(x, L.IfThenElse) and x.else_case is None:
+                x = x.then_case
+            elif isinstance(x, L.Store):
+                break
+            else:
+                chain = None
+                break
+        self.eligible[id(s)] = (s, chain)
+        return chain
+
+    def _vector(self, s, env):
+        chain = self._chain(s)
+        depth = sum(isinstance(x, L.For) for x in chain)
+        env = dict(env)
+        mask = np.ones((1,) * depth, dtype=bool)
+        shape = [1] * depth
+        axis = 0
+        self.recording = []
+        try:
+            for x in chain[:-1]:
+                if isinstance(x, L.For):
+                    mn, ext = self.ev(x.min, env), self.ev(x.extent, env)
+                    if np.ndim(mn) or np.ndim(ext):
+                        if np.size(mn) != 1 or np.size(ext) != 1:
+                            raise _Fallback()
+                    mn, ext = int(np.asarray(mn).reshape(-1)[0]), int(np.asarray(ext).reshape(-1)[0])
+                    if ext <= 0:
+                        return
+                    r = [1] * depth
+                    r[axis] = ext
+                    shape[axis] = ext
+                    env[x.name] = np.arange(mn, mn + ext, dtype=np.int32).reshape(r)
+                    axis += 1
+                elif isinstance(x, L.LetStmt):
+                    env[x.name] = self.ev(x.value, env)
+                else:
+                    self.mask = mask
+                    mask = mask & np.asarray(self.ev(x.cond, env), dtype=bool)
+            store = chain[-1]
+            self.mask = mask
+            idx = self.ev(store.index, env)
+            val = self.ev(store.value, env)
+            loads = self.recording
+        finally:
+            self.recording = None
+            self.mask = True
+        shape = tuple(shape)
+        m = np.broadcast_to(mask, shape).reshape(-1)
+        idx = np.broadcast_to(np.asarray(idx).astype(np.int64), shape).reshape(-1)
+        val = np.broadcast_to(np.asarray(val), shape).reshape(-1)
+        iters = np.nonzero(m)[0]
+        idx, val = idx[m], val[m]
+        buf = self._store_buf(store.buffer)
+        if idx.size and ((idx < 0) | (idx >= buf.data.size)).any():
+            bad = idx[(idx < 0) | (idx >= buf.data.size)][0]
+            raise LoweringError(f"Store to {store.buffer} at flat index {int(bad)}, outside the "
+                                f"buffer (size {buf.data.size})")
+        # a scan: some iteration reads what an earlier one of this nest stores
+        if idx.size:
+            uniq, first = np.unique(idx, return_index=True)
+            first_iter = iters[first]
+            for lb, li, lm in loads:
+                if lb is not buf:
+                    continue
+                li = np.broadcast_to(li, shape).reshape(-1)
+                lmask = np.broadcast_to(lm, shape).reshape(-1)
+                j = np.nonzero(lmask)[0]
+                pos = np.searchsorted(uniq, li[j])
+                pos = np.minimum(pos, uniq.size - 1)
+                hit = (uniq[pos] == li[j]) & (first_iter[pos] < j)
+                if hit.any():
+                    raise _Fallback()
+        for lb, li, lm in loads:
+            self._check_loads(lb, np.broadcast_to(li, shape), np.broadcast_to(lm, shape))
+        if idx.size:
+            rev = idx[::-1]
+            uniq, first_rev = np.unique(rev, return_index=True)
+            last = idx.size - 1 - first_rev
+            buf.data[uniq] = val[last]
+            buf.written[uniq] = True
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------
+def interpret(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = None) -> None:
+    """Run ``lowered`` on numpy arrays (outputs are filled in place)."""
+    params = params or {}
+    it = Interpreter(lowered)
+    env = {}
+    outs = []
+    for a in lowered.args:
+        if a.kind == "scalar":
+            if a.name not in params:
+                raise RealizeError(f"interpret(): missing param {a.name!r}")
+            env[a.name] = np.asarray(params[a.name], dtype=a.type.dtype)
+            continue
+        arr = buffers.get(a.name)
+        if arr is None:
+            raise RealizeError(f"interpret(): missing buffer {a.name!r}")
+        if arr.ndim != a.dims or arr.dtype != a.type.dtype:
+            raise RealizeError(f"interpret(): buffer {a.name!r} must be a {a.dims}-D "
+                               f"{a.type.dtype} array, got {arr.ndim}-D {arr.dtype}")
+        data, written, strides = _padded(arr, a.type.dtype, not a.is_output)
+        it.bufs[a.name] = _Buf(a.name, data, written, not a.is_output)
+        for d in range(a.dims):
+            env[f"{a.name}.extent.{d}"] = np.int32(arr.shape[a.dims - 1 - d])
+            env[f"{a.name}.stride.{d}"] = np.int32(strides[d])
+        if a.is_output:
+            outs.append((a, arr, strides))
+    it.run(env)
+    for a, arr, strides in outs:
+        buf = it.bufs[a.name]
+        padded_shape = tuple(reversed([s2 // s1 for s1, s2 in zip(strides, strides[1:])]
+                                      + [arr.shape[0]]))
+        data = buf.data.reshape(padded_shape)
+        written = buf.written.reshape(padded_shape)
+        sl = tuple(slice(0, e) for e in arr.shape)
+        real = written[sl]
+        if not real.all():
+            where = tuple(int(v[0]) for v in np.nonzero(~real))
+            raise LoweringError(f"output {a.name}: element {where[::-1]} (innermost first) was "
+                                "never stored")
+        pad_written = written.copy()
+        pad_written[sl] = False
+        if pad_written.any():
+            raise LoweringError(f"output {a.name}: a store fell outside the output's region")
+        arr[...] = data[sl]
+
+
+def run(lowered: L.LoweredPipeline, sizes, **inputs_and_params):
+    """Allocate the outputs (sizes innermost first, or a dict by output name),
+    interpret, and return the output arrays (one, or a tuple)."""
+    bufs, params = {}, {}
+    outs = []
+    defaults = _param_defaults(lowered)
+    for a in lowered.args:
+        if a.kind == "scalar":
+            if a.name in inputs_and_params:
+                params[a.name] = inputs_and_params[a.name]
+            elif defaults.get(a.name) is not None:
+                params[a.name] = defaults[a.name]
+            continue
+        if a.is_output:
+            s = sizes[a.name] if isinstance(sizes, dict) else sizes
+            s = [s] if isinstance(s, int) else list(s)
+            arr = np.zeros(tuple(reversed(s)), dtype=a.type.dtype)
+            bufs[a.name] = arr
+            outs.append(arr)
+        else:
+            if a.name not in inputs_and_params:
+                raise RealizeError(f"run(): missing input {a.name!r}")
+            bufs[a.name] = np.asarray(inputs_and_params[a.name])
+    from .regions import check_inputs
+    check_inputs(lowered, bufs, params)
+    interpret(lowered, bufs, params)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _param_defaults(lowered) -> dict:
+    from ..model.visit import walk
+    out = {}
+    for st in L.walk_stmts(lowered.body):
+        for e in L.stmt_exprs(st):
+            for n in walk(e):
+                if isinstance(n, E.Param):
+                    out[n.name] = n.default
+    return out

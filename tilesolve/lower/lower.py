@@ -1,0 +1,89 @@
+"""``lower(pipeline, schedule)``: Pipeline + Schedule -> LoweredPipeline.
+
+The passes, in order (each a function IR -> IR that returns unchanged
+subtrees as the same objects)::
+
+    plan     = make_plan(pipeline, schedule)         # resolve levels, inline set
+    nests    = build_stage_nests(plan)               # 1+2: inlining, loops per stage
+    body     = place_realizations(plan, nests)       # 4: compute/store levels + bounds
+    regions  = input_region_exprs(body, ...)         #    inputs' regions (needs Calls)
+    body     = flatten_storage(body, ...)            # 5: Calls/Provides -> Loads/Stores
+    body     = simplify_stmt(body)                   # 6
+    check_lanes(body)                                # 3: vector/unroll extents constant
+    verify(lowered)                                  # 7
+
+Arguments of the result, in calling order: the inputs (sorted by name), the
+outputs (pipeline order), the Params (sorted by name).
+"""
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..model import expr as E
+from ..model.pipeline import Pipeline
+from . import ir as L
+from .flatten import flatten_storage
+from .inline import Inliner
+from .plan import make_plan
+from .realize import place_realizations
+from .regions import input_region_exprs
+from .simplify_stmt import simplify_stmt
+from .stages import build_stage
+from .verify import verify
+
+
+def build_stage_nests(plan) -> dict:
+    """``{func: [StageNest per stage]}`` for every realized Func.  Inlined
+    Funcs are substituted into the definitions as the nests are built."""
+    inliner = Inliner(plan.inlined)
+    nests = {}
+    for name in plan.realized():
+        f = plan.func(name)
+        stages = plan.stages[name]
+        nests[name] = [build_stage(f, k, stages[k], is_output=name in plan.outputs,
+                                   inliner=inliner)
+                       for k in range(len(f.definitions()))]
+    return nests
+
+
+def check_lanes(body: L.Stmt) -> None:
+    """Vectorized and unrolled loops need constant extents (known only now)."""
+    for s in L.walk_stmts(body):
+        if isinstance(s, L.For) and s.kind in ("vectorized", "unrolled") \
+                and not isinstance(s.extent, E.Const):
+            func = s.name.split(".s")[0]
+            loop = s.name.rsplit(".", 1)[-1]
+            what = "vectorize" if s.kind == "vectorized" else "unroll"
+            raise ScheduleError(
+                f"Func {func}: loop {loop} is {s.kind} but its extent {s.extent} is not a "
+                f"constant; give a width ({what}({loop}, 8)) or split it first")
+
+
+def arguments(pipeline: Pipeline) -> tuple:
+    args = [L.Argument(n, "buffer", img.type, img.dims, False) for n, img in pipeline.images.items()]
+    args += [L.Argument(o.name, "buffer", o.type, o.dimensions(), True) for o in pipeline.outputs]
+    args += [L.Argument(n, "scalar", p.type) for n, p in pipeline.params.items()]
+    return tuple(args)
+
+
+def lower(pipeline: Pipeline, schedule=None, *, target: str | None = None,
+          check: bool = True) -> L.LoweredPipeline:
+    """Lower ``pipeline`` with ``schedule`` (None: every Func computed at root,
+    serial) to the loop IR.  ``target`` defaults to the schedule's target
+    ("cpu" without a schedule).  ``check`` runs the verifier."""
+    plan = make_plan(pipeline, schedule, target)
+    nests = build_stage_nests(plan)
+    # Bounds inference reads the Calls, so it runs before flattening.
+    body = place_realizations(plan, nests)
+    args = arguments(pipeline)
+    buffer_args = {a.name for a in args if a.kind == "buffer"}
+    known = {k: v for ns in nests.values() for n in ns for k, v in n.ranges.items()}
+    regions = input_region_exprs(body, list(pipeline.images.values()), buffer_args, known)
+    body = flatten_storage(body, buffer_args)
+    # Simplify after flattening, so the index arithmetic folds too.
+    body = simplify_stmt(body)
+    check_lanes(body)
+    lowered = L.LoweredPipeline(pipeline.outputs[0].name, args, body, plan.target,
+                                tuple(plan.notes), regions)
+    if check:
+        verify(lowered)
+    return lowered

@@ -1,0 +1,265 @@
+"""The loop nest of one stage of a Func, from its ``StageSchedule``.
+
+A stage's original loops are its pure Vars (over the Func's region, held in
+Vars ``f.<v>.min`` / ``f.<v>.extent`` that placement defines later) and, for
+an update, its RVars (over the RDom).  The Splits and Fuses apply in order;
+every loop gets a unique dotted name (Halide's): stage ``f.s1``, original
+``f.s1.x``, ``split(x, xo, xi, 8)`` gives ``f.s1.x.xo`` and ``f.s1.x.xi``.
+The original variables are rebuilt by LetStmts placed just inside the
+innermost loop they depend on (so ``compute_at`` of a producer at a loop
+sees them)::
+
+    split(x, xo, xi, 8), tail shift_inward, extent e >= 8:
+      for f.s0.x.xo in [0, (e + 7) / 8):
+        let f.s0.x.base = min(f.s0.x.xo * 8 + m, m + e - 8)
+        for f.s0.x.xi in [0, 8):
+          let f.s0.x = f.s0.x.base + f.s0.x.xi
+          f(f.s0.x) = ...
+
+Tails (``schedule_types.resolve_tail`` resolves ``auto``): ``shift_inward``
+moves the last tile back (pure stages only; needs ``e >= factor``: unless
+that is provable the nest becomes ``if (e >= 8) <shifted> else <guarded>``);
+``guard_with_if`` skips points past the end (``if (f.s0.x < m + e)``);
+``round_up`` computes past the end (the buffer grows, see ``realize.py``).
+A factor dividing a constant extent needs no tail.  RDom ``where``
+predicates become IfThenElse guards at the innermost loop they depend on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..analysis.simplify import prove, simplify
+from ..errors import ScheduleError
+from ..model import expr as E
+from ..model import types as T
+from ..model.schedule_types import Fuse, Split, resolve_tail
+from ..model.visit import walk
+from . import ir as L
+
+
+@dataclass
+class _Loop:
+    ir: str
+    min: E.Expr
+    extent: E.Expr
+    is_rvar: bool
+
+
+@dataclass(frozen=True)
+class StageNest:
+    """One stage's statement plus the IR names of its final loops (short -> IR)."""
+
+    func: str
+    stage: int
+    stmt: L.Stmt
+    loops: dict
+    ranges: dict        # let-defined loop variable -> (lo, hi) over the whole nest
+
+
+def _v(name: str) -> E.Var:
+    return E.Var(name)
+
+
+def _i(v) -> E.Expr:
+    return E.as_expr(v, T.int32)
+
+
+def region_names(fname: str, var: str, stage: int, has_updates: bool) -> tuple:
+    """Names of the Vars holding the region a stage's pure loop ``var`` covers.
+
+    ``f.<var>.min/extent`` is the region the consumers need; a Func with
+    updates computes its pure stage over ``f.s0.<var>.min/extent``, which
+    also covers every site its updates touch."""
+    p = f"{fname}.s0.{var}" if (stage == 0 and has_updates) else f"{fname}.{var}"
+    return f"{p}.min", f"{p}.extent"
+
+
+class _Builder:
+    def __init__(self, func, k: int, ss, is_output: bool, where: str):
+        self.f, self.k, self.ss, self.is_output, self.where = func, k, ss, is_output, where
+        self.prefix = f"{func.name}.s{k}"
+        self.used: set = set()
+        self.ranges: dict = {}
+
+    def fresh(self, name: str) -> str:
+        out, n = name, 2
+        while out in self.used:
+            out = f"{name}${n}"
+            n += 1
+        self.used.add(out)
+        return out
+
+    def original_loops(self, d) -> tuple:
+        """(short -> _Loop dict, substitution of the definition's Vars/RVars)."""
+        f, k, loops, sub = self.f, self.k, {}, {}
+        has_updates = bool(f.updates)
+        if k > 0 and d.rdom is not None:
+            for i, rv in enumerate(d.rdom.rvars()):
+                ir = self.fresh(f"{self.prefix}.{rv.name}")
+                loops[rv.name] = _Loop(ir, d.rdom.mins[i], d.rdom.extents[i], True)
+                sub[rv] = _v(ir)
+        pure = f.pure.args if k == 0 else [a for a in d.args if isinstance(a, E.Var)]
+        for a in pure:
+            mn, ext = region_names(f.name, a.name, k, has_updates)
+            ir = self.fresh(f"{self.prefix}.{a.name}")
+            loops[a.name] = _Loop(ir, _v(mn), _v(ext), False)
+            sub[a] = _v(ir)
+        return loops, sub
+
+    def apply(self, loops: dict, guard_shifts: bool):
+        """Apply the transforms: final loops, let definitions, guards, shift conditions."""
+        cur = dict(loops)
+        defs, guards, conds = {}, [], []
+        for t in self.ss.transforms:
+            if isinstance(t, Split):
+                self._split(t, cur, defs, guards, conds, guard_shifts)
+            elif isinstance(t, Fuse):
+                a, b = cur.pop(t.inner), cur.pop(t.outer)
+                fz = self.fresh(f"{a.ir}.{t.fused}")
+                ext = simplify(a.extent * b.extent)
+                cur[t.fused] = _Loop(fz, _i(0), ext, a.is_rvar)
+                defs[a.ir] = simplify(a.min + _v(fz) % a.extent)
+                defs[b.ir] = simplify(b.min + _v(fz) / a.extent)
+                for lp in (a, b):
+                    self.ranges[lp.ir] = (lp.min, simplify(lp.min + lp.extent - 1))
+            else:  # pragma: no cover - the schedule only makes Splits and Fuses
+                raise AssertionError(t)
+        return cur, defs, guards, conds
+
+    def _split(self, t: Split, cur, defs, guards, conds, guard_shifts):
+        lp = cur.pop(t.old)
+        f_ = t.factor
+        tail = resolve_tail(t.tail, is_update=self.k > 0, is_rvar=lp.is_rvar,
+                            is_output=self.is_output)
+        if tail == "shift_inward" and (self.k > 0 or lp.is_rvar):
+            raise ScheduleError(f"{self.where}: split({t.old}, {t.outer}, {t.inner}, {f_}): "
+                                "shift_inward would compute update points twice")
+        if tail == "round_up" and (lp.is_rvar or self.is_output):
+            raise ScheduleError(f"{self.where}: split({t.old}, {t.outer}, {t.inner}, {f_}): "
+                                "round_up would compute past the end of "
+                                f"{'the RDom' if lp.is_rvar else 'the output'}")
+        ext, mn = simplify(lp.extent), lp.min
+        ce = ext.value if isinstance(ext, E.Const) else None
+        o_ir = self.fresh(f"{lp.ir}.{t.outer}")
+        i_ir = self.fresh(f"{lp.ir}.{t.inner}")
+        exact = ce is not None and ce % f_ == 0
+        o_ext = _i(ce // f_) if exact else simplify((ext + (f_ - 1)) / f_)
+        cur[t.outer] = _Loop(o_ir, _i(0), o_ext, lp.is_rvar)
+        cur[t.inner] = _Loop(i_ir, _i(0), _i(f_), lp.is_rvar)
+        base = _v(o_ir) * f_ + mn
+        if not exact and tail == "shift_inward":
+            ok = prove(ext >= f_)
+            if ok is False or (ok is None and guard_shifts):
+                tail = "guard_with_if"
+            else:
+                base = E.min_(base, mn + ext - f_)
+                if ok is None:
+                    conds.append(simplify(ext >= f_))
+        if not exact and tail == "guard_with_if":
+            guards.append(_v(lp.ir) < mn + ext)
+        b_ir = self.fresh(f"{lp.ir}.base")
+        defs[b_ir] = simplify(base)
+        defs[lp.ir] = _v(b_ir) + _v(i_ir)
+        # what the rebuilt variable covers over the whole nest (guards skip the rest)
+        last = o_ext * f_ if tail == "round_up" and not exact else ext
+        self.ranges[lp.ir] = (mn, simplify(mn + last - 1))
+
+    def build(self, d, inliner, guard_shifts: bool):
+        self.used, self.ranges = set(), {}
+        loops, sub = self.original_loops(d)
+        cur, defs, guards, conds = self.apply(loops, guard_shifts)
+        names = [dm.var for dm in self.ss.dims]
+        if set(names) != set(cur) or len(names) != len(cur):
+            raise ScheduleError(f"{self.where}: the schedule's loops ({', '.join(names)}) do not "
+                                f"match the stage's ({', '.join(cur)})")
+        from ..model.visit import substitute
+        args = tuple(simplify(substitute(inliner.expr(a), sub)) for a in d.args)
+        value = substitute(inliner.expr(d.value), sub)
+        preds = []
+        if d.rdom is not None and self.k > 0:
+            preds = [substitute(inliner.expr(p), sub) for p in d.rdom.predicates]
+        body = L.Provide(self.f.name, args, value)
+        outer_first = list(reversed(self.ss.dims))
+        order = [cur[dm.var] for dm in outer_first]
+        stmt = _assemble(body, order, [dm.kind for dm in outer_first], defs, guards + preds)
+        return stmt, conds, {dm.var: cur[dm.var].ir for dm in self.ss.dims}
+
+
+def _assemble(body, loops, kinds, defs: dict, guards: list) -> L.Stmt:
+    """Wrap ``body`` in the loops (outermost first), each let and guard just
+    inside the innermost loop it depends on."""
+    pos = {lp.ir: p for p, lp in enumerate(loops)}
+    level: dict[str, int] = {}
+
+    def names_in(e):
+        return {n.name for n in walk(e) if isinstance(n, E.Var)}
+
+    def lvl(name):
+        if name in pos:
+            return pos[name]
+        if name not in defs:
+            return -1
+        if name not in level:
+            level[name] = max([lvl(n) for n in names_in(defs[name])] + [-1])
+        return level[name]
+
+    at_level: dict[int, list] = {}
+    for name in defs:
+        at_level.setdefault(lvl(name), []).append(name)
+    guard_at: dict[int, list] = {}
+    for g in guards:
+        g_lvl = max([lvl(n) for n in names_in(g)] + [-1])
+        guard_at.setdefault(g_lvl, []).append(g)
+
+    def wrap(p, s):
+        gs = guard_at.get(p, [])
+        if gs:
+            c = gs[0]
+            for g in gs[1:]:
+                c = c & g
+            s = L.IfThenElse(simplify(c), s)
+        for name in reversed(_dep_order(at_level.get(p, []), defs)):
+            s = L.LetStmt(name, defs[name], s)
+        return s
+
+    s = body
+    for p in range(len(loops) - 1, -1, -1):
+        s = wrap(p, s)
+        lp = loops[p]
+        s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[p], s)
+    return wrap(-1, s)
+
+
+def _dep_order(names: list, defs: dict) -> list:
+    """``names`` ordered so each let comes after the lets it uses."""
+    out, seen = [], set()
+    group = set(names)
+
+    def visit(n):
+        if n in seen:
+            return
+        seen.add(n)
+        for m in walk(defs[n]):
+            if isinstance(m, E.Var) and m.name in group:
+                visit(m.name)
+        out.append(n)
+    for n in names:
+        visit(n)
+    return out
+
+
+def build_stage(func, k: int, ss, *, is_output: bool, inliner) -> StageNest:
+    """The loop nest of stage ``k`` of ``func`` (0 = pure, i + 1 = update i)."""
+    d = func.definitions()[k]
+    label = "pure stage" if k == 0 else f"update {k - 1}"
+    b = _Builder(func, k, ss, is_output, f"Func {func.name} ({label})")
+    stmt, conds, loops = b.build(d, inliner, guard_shifts=False)
+    ranges = dict(b.ranges)
+    if conds:
+        guarded, _, _ = b.build(d, inliner, guard_shifts=True)
+        ranges.update(b.ranges)
+        c = conds[0]
+        for x in conds[1:]:
+            c = c & x
+        stmt = L.IfThenElse(c, stmt, guarded)
+    return StageNest(func.name, k, stmt, loops, ranges)
