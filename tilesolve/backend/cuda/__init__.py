@@ -1,0 +1,118 @@
+"""CUDA backend: loop IR -> CUDA C kernels + a host launch plan; nvcc; pycuda; CPU emulation.
+
+    from tilesolve.backend.cuda import compile_cuda, build_cuda, emulate_cuda
+    fast = compile_cuda(pipe, sched, load_spec("h100"))    # needs pycuda + a GPU (+ nvcc)
+    b = build_cuda(pipe, sched, load_spec("h100"))         # source, plan, cubin, ptxas report
+    emu = emulate_cuda(pipe, sched)                        # the same kernels on the CPU shim
+
+Modules: ``cexpr`` (expressions as C), ``kernels`` (one GPU loop nest -> one
+kernel), ``codegen`` (host/device split, ``generate``), ``plan`` (launch plan,
+its interpreter, argument binding), ``nvcc`` (compile, ptxas report, spec
+limits), ``emulate`` (g++ + shim), ``runtime`` (pycuda).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import LoweringError, SpecError
+from .codegen import generate
+from .plan import CudaProgram
+
+__all__ = ["compile_cuda", "build_cuda", "build_program", "emulate_cuda", "lower_cuda", "generate",
+           "check_program", "CudaBuild", "CudaProgram"]
+
+
+@dataclass(frozen=True)
+class CudaBuild:
+    """A compiled program: what a GPU machine needs to run it (picklable)."""
+
+    program: CudaProgram
+    cubin: bytes
+    arch: str
+    resources: dict           # kernel name -> nvcc.KernelResources
+    defaults: dict            # Param name -> default value
+
+
+def _gpu_spec(spec):
+    if spec is None:
+        from ...specs import load_spec
+        spec = load_spec("h100")
+    if not getattr(spec, "is_gpu", False):
+        raise SpecError(f"spec {getattr(spec, 'name', spec)!r} is not a GPU spec; target 'cuda' "
+                        "needs one such as load_spec('h100')")
+    return spec
+
+
+def lower_cuda(pipeline, schedule):
+    """Lower ``schedule`` of ``pipeline`` for target "cuda" (the lowering phase's ``lower``)."""
+    try:
+        from ...lower import lower
+    except ImportError as e:
+        raise LoweringError(f"the lowering phase (tilesolve.lower.lower) is not available: {e}") from None
+    return lower(pipeline, schedule, target="cuda")
+
+
+def check_program(program: CudaProgram, spec) -> None:
+    """Limits checkable without nvcc: threads and static shared memory per block."""
+    for k in program.kernels:
+        if k.block_const is not None:
+            n = k.block_const[0] * k.block_const[1] * k.block_const[2]
+            if n > spec.max_threads_per_block:
+                raise LoweringError(f"kernel {k.name}: {'x'.join(map(str, k.block_const))} = {n} "
+                                    f"threads per block, over {spec.name}'s limit of "
+                                    f"{spec.max_threads_per_block}; use smaller GPU tiles")
+        if k.shared_bytes > spec.shared_mem_per_block_bytes:
+            raise LoweringError(f"kernel {k.name}: {k.shared_bytes} bytes of shared memory per "
+                                f"block, over {spec.name}'s limit of "
+                                f"{spec.shared_mem_per_block_bytes}; use smaller GPU tiles")
+
+
+def _defaults(pipeline) -> dict:
+    return {n: p.default for n, p in pipeline.params.items() if p.default is not None}
+
+
+def build_cuda(pipeline, schedule, spec=None, fmad: bool = False) -> CudaBuild:
+    """Lower, generate and compile to a cubin for ``spec`` (no GPU needed), checking the
+    kernels against the spec's limits."""
+    spec = _gpu_spec(spec)
+    program = generate(lower_cuda(pipeline, schedule))
+    check_program(program, spec)
+    return build_program(program, spec, _defaults(pipeline), fmad)
+
+
+def build_program(program: CudaProgram, spec, defaults: dict | None = None,
+                  fmad: bool = False) -> CudaBuild:
+    """Compile a generated program to a cubin with nvcc and check ptxas's report."""
+    from .nvcc import arch_of, check_resources, compile_cuda_source
+    res = compile_cuda_source(program.source, spec, "cubin", fmad=fmad, name=program.name)
+    check_resources(res, spec, program)
+    return CudaBuild(program, res.binary, arch_of(spec), res.kernels, dict(defaults or {}))
+
+
+def compile_cuda(pipeline, schedule, spec=None, fmad: bool = False):
+    """``ts.compile`` for target "cuda": a ``runtime.CudaPipeline`` ready to ``realize``.
+
+    Raises ``runtime.CudaUnavailableError`` (a TilesolveError) when pycuda or a GPU
+    is missing: ``build_cuda`` still compiles there and ``emulate_cuda`` runs the
+    same kernels on the CPU.
+    """
+    from .runtime import CudaPipeline, CudaUnavailableError, availability
+    spec = _gpu_spec(spec)
+    program = generate(lower_cuda(pipeline, schedule))
+    check_program(program, spec)
+    reason = availability()
+    if reason is not None:
+        raise CudaUnavailableError(
+            f"ts.compile(target='cuda') for pipeline {program.name}: running CUDA code needs pycuda "
+            f"and an NVIDIA GPU, and here {reason}. Without a GPU, "
+            "tilesolve.backend.cuda.build_cuda() still generates and compiles the kernels (nvcc) "
+            "and emulate_cuda() runs them on the CPU.")
+    build = build_program(program, spec, _defaults(pipeline), fmad)
+    return CudaPipeline(build.program, build.cubin, spec, build.defaults, pipeline)
+
+
+def emulate_cuda(pipeline, schedule):
+    """The pipeline's CUDA kernels run on the CPU (g++ + the shim): ``.realize`` as usual."""
+    from .emulate import EmulatedPipeline
+    program = generate(lower_cuda(pipeline, schedule))
+    return EmulatedPipeline(program, _defaults(pipeline), pipeline)

@@ -1,0 +1,268 @@
+"""Expressions of the loop IR as CUDA C text, with exactly ``model.evaluate``'s semantics.
+
+The text needs no header: scalar types are our own typedefs (``ts_i32`` ...)
+and the helpers below (Euclidean ``/`` and ``%``, NaN-propagating float
+``min``/``max``, wrapping ``abs``) are ``__device__`` functions written in the
+prelude, so the same text compiles with nvcc, NVRTC and g++ (under the CPU shim).
+
+How each rule of ``types.py`` is kept:
+
+* integer ``+ - *`` run in the unsigned type of the same width (wrap-around
+  without signed-overflow UB), then convert back;
+* integer ``/`` and ``%`` call ``ts_div``/``ts_mod``: Euclidean, ``x/0 == x%0 == 0``,
+  ``x / -1`` negates with wrap-around (no trap on the most negative value);
+* float ``%`` is ``a - b*floor(a/b)`` as in numpy's evaluation;
+* float ``min``/``max`` propagate NaN like ``np.minimum``/``np.maximum``;
+* casts to bool test ``!= 0``; other casts are C conversions (float -> int
+  truncates); ``round`` is ``rint`` (ties to even in the default rounding mode);
+* ``select`` is ``?:`` (the untaken branch is not evaluated, which only
+  matters for Loads, and never changes a value).
+"""
+from __future__ import annotations
+
+import keyword
+import math
+import re
+
+from ...errors import LoweringError
+from ...lower.ir import Load
+from ...model import expr as E
+from ...model.types import Type
+
+_CTYPE = {("bool", 1): "bool", ("int", 8): "ts_i8", ("int", 16): "ts_i16",
+          ("int", 32): "ts_i32", ("int", 64): "ts_i64", ("uint", 8): "ts_u8",
+          ("uint", 16): "ts_u16", ("uint", 32): "ts_u32", ("uint", 64): "ts_u64",
+          ("float", 32): "float", ("float", 64): "double"}
+
+PRELUDE = r"""// ---- tilesolve CUDA prelude: scalar types and exact-semantics helpers ----
+typedef signed char ts_i8;  typedef unsigned char ts_u8;
+typedef short ts_i16;       typedef unsigned short ts_u16;
+typedef int ts_i32;         typedef unsigned int ts_u32;
+typedef long long ts_i64;   typedef unsigned long long ts_u64;
+// wrap-around + - *: compute in an unsigned type at least 32 bits wide (no promotion to
+// signed int, so no overflow UB), then convert back (conversions wrap)
+template <class T> struct ts_unsigned { typedef ts_u32 type; };
+template <> struct ts_unsigned<ts_i64> { typedef ts_u64 type; };
+template <> struct ts_unsigned<ts_u64> { typedef ts_u64 type; };
+template <class T> __device__ __forceinline__ T ts_add(T a, T b) {
+  typedef typename ts_unsigned<T>::type U; return (T)(U)((U)a + (U)b); }
+template <class T> __device__ __forceinline__ T ts_sub(T a, T b) {
+  typedef typename ts_unsigned<T>::type U; return (T)(U)((U)a - (U)b); }
+template <class T> __device__ __forceinline__ T ts_mul(T a, T b) {
+  typedef typename ts_unsigned<T>::type U; return (T)(U)((U)a * (U)b); }
+template <class T> __device__ __forceinline__ T ts_neg(T a) {
+  typedef typename ts_unsigned<T>::type U; return (T)(U)((U)0 - (U)a); }
+// Euclidean division and remainder; x / 0 == x % 0 == 0; x / -1 negates (wraps)
+template <class T> __device__ __forceinline__ T ts_div(T a, T b) {
+  if (b == 0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return ts_neg(a);
+  T q = (T)(a / b), r = (T)(a % b);
+  if (r < 0) q = (b > 0) ? (T)(q - 1) : (T)(q + 1);
+  return q; }
+template <class T> __device__ __forceinline__ T ts_mod(T a, T b) {
+  if (b == 0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)0;
+  T r = (T)(a % b);
+  if (r < 0) r = (b > 0) ? ts_add(r, b) : ts_sub(r, b);
+  return r; }
+template <class T> __device__ __forceinline__ T ts_iabs(T a) { return a < 0 ? ts_neg(a) : a; }
+template <class T> __device__ __forceinline__ T ts_imin(T a, T b) { return a < b ? a : b; }
+template <class T> __device__ __forceinline__ T ts_imax(T a, T b) { return a > b ? a : b; }
+// float min/max propagate NaN (np.minimum / np.maximum)
+__device__ __forceinline__ float ts_fmin(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ float ts_fmax(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+__device__ __forceinline__ double ts_dmin(double a, double b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+__device__ __forceinline__ double ts_dmax(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
+__device__ __forceinline__ float ts_fmod(float a, float b) { return a - b * floorf(a / b); }
+__device__ __forceinline__ double ts_dmod(double a, double b) { return a - b * floor(a / b); }
+// ---- end of prelude ----
+"""
+
+_MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "pow": "powf", "sin": "sinf",
+           "cos": "cosf", "tan": "tanf", "atan2": "atan2f", "floor": "floorf",
+           "ceil": "ceilf", "round": "rintf", "abs": "fabsf"}
+_MATH64 = {"sqrt": "sqrt", "exp": "exp", "log": "log", "pow": "pow", "sin": "sin",
+           "cos": "cos", "tan": "tan", "atan2": "atan2", "floor": "floor",
+           "ceil": "ceil", "round": "rint", "abs": "fabs"}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+_C_KEYWORDS = set(keyword.kwlist) | {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "class", "new", "delete",
+    "template", "this", "namespace", "using", "operator", "private", "public", "protected",
+    "friend", "virtual", "true", "false", "try", "catch", "throw", "typename", "main",
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs"}
+
+
+def ctype(t: Type) -> str:
+    """The C spelling of a scalar type (prelude typedefs for integers)."""
+    try:
+        return _CTYPE[(t.code, t.bits)]
+    except KeyError:
+        raise LoweringError(f"the CUDA backend has no C type for {t}") from None
+
+
+class Namer:
+    """IR names (``blur_y.s0.x.xo``) -> unique C identifiers (``blur_y_s0_x_xo``).
+
+    The same IR name always gets the same identifier; two IR names never share
+    one; C keywords, CUDA built-ins and the ``ts_`` prefix are avoided.
+    """
+
+    def __init__(self, reserved=()):
+        self._by_name: dict[str, str] = {}
+        self._used: set[str] = set(reserved)
+
+    def __call__(self, name: str) -> str:
+        c = self._by_name.get(name)
+        if c is not None:
+            return c
+        base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
+        if base[0].isdigit() or base.startswith("ts_") or base.startswith("__"):
+            base = "v_" + base.lstrip("_")
+        if base in _C_KEYWORDS:
+            base += "_"
+        c, k = base, 1
+        while c in self._used:
+            k += 1
+            c = f"{base}_{k}"
+        self._used.add(c)
+        self._by_name[name] = c
+        return c
+
+    def fresh(self, base: str) -> str:
+        """A new identifier not tied to any IR name."""
+        c, k = base, 1
+        while c in self._used:
+            k += 1
+            c = f"{base}_{k}"
+        self._used.add(c)
+        return c
+
+
+def literal(c: E.Const) -> str:
+    """A C literal of exactly ``c``'s type and value (hex floats: no rounding)."""
+    t, v = c.type, c.value
+    if t.is_bool():
+        return "true" if v else "false"
+    if t.is_float():
+        suffix = "f" if t.bits == 32 else ""
+        if math.isnan(v):
+            return f"__builtin_nan{suffix}(\"\")"
+        if math.isinf(v):
+            s = f"__builtin_huge_val{suffix}()"
+            return s if v > 0 else f"(-{s})"
+        text = float(v).hex() + suffix
+        return f"({text})" if v < 0 or text.startswith("-") else text
+    ct = ctype(t)
+    if t.is_int() and v == t.min_value():
+        return f"(({ct})({v + 1}LL - 1LL))"
+    if t.code == "int" and t.bits == 32:
+        return str(v) if v >= 0 else f"({v})"
+    return f"(({ct}){v}{'ULL' if t.is_uint() else 'LL'})"
+
+
+def _log2(e):
+    """k if ``e`` is an integer constant 2**k > 0 (not the sign bit), else None."""
+    if isinstance(e, E.Const) and e.type.is_integral() and e.value > 0:
+        v = int(e.value)
+        if v & (v - 1) == 0 and v.bit_length() < e.type.bits:
+            return v.bit_length() - 1
+    return None
+
+
+class ExprPrinter:
+    """Prints Exprs of the loop IR as C; ``names`` maps IR names to C identifiers."""
+
+    def __init__(self, names: Namer):
+        self.names = names
+        self.in_index = False
+
+    def __call__(self, e: E.Expr) -> str:
+        return self.expr(e)
+
+    def index(self, e: E.Expr) -> str:
+        """``e`` in an index context (a Load/Store index, loop bounds): int32/int64
+        ``+ - *`` are plain C there, as in Halide: an index that overflows is out of
+        bounds anyway, and the compiler may then assume it does not."""
+        saved, self.in_index = self.in_index, True
+        try:
+            return self.expr(e)
+        finally:
+            self.in_index = saved
+
+    def expr(self, e: E.Expr) -> str:
+        if isinstance(e, E.Const):
+            return literal(e)
+        if isinstance(e, (E.Var, E.Param)):
+            return self.names(e.name)
+        if isinstance(e, Load):
+            return f"{self.names(e.buffer)}[{self.index(e.index)}]"
+        if isinstance(e, E.Cast):
+            return self._cast(e)
+        if isinstance(e, E.BinOp):
+            return self._binop(e)
+        if isinstance(e, E.Not):
+            return f"(!{self.expr(e.a)})"
+        if isinstance(e, E.Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        if isinstance(e, E.Intrinsic):
+            return self._intrinsic(e)
+        if isinstance(e, E.Let):
+            t = ctype(e.value.type)
+            return (f"([&]() -> {ctype(e.type)} {{ const {t} {self.names(e.name)} = "
+                    f"{self.expr(e.value)}; return {self.expr(e.body)}; }}())")
+        if isinstance(e, (E.Call, E.BufferExtent, E.RVar)):
+            raise LoweringError(f"the CUDA backend got an unlowered {type(e).__name__} node ({e}); "
+                                "lowering should have replaced it")
+        raise LoweringError(f"the CUDA backend cannot print a {type(e).__name__} node ({e})")
+
+    def _cast(self, e: E.Cast) -> str:
+        v = self.expr(e.value)
+        if e.type.is_bool():
+            return f"({v} != 0)"
+        return f"(({ctype(e.type)}){v})"
+
+    def _binop(self, e: E.BinOp) -> str:
+        op, t = e.op, e.a.type
+        a, b = self.expr(e.a), self.expr(e.b)
+        if op in _CMP:
+            return f"({a} {_CMP[op]} {b})"
+        if op == "and":
+            return f"({a} && {b})"
+        if op == "or":
+            return f"({a} || {b})"
+        ct = ctype(t)
+        if t.is_float():
+            pre = "ts_f" if t.bits == 32 else "ts_d"
+            if op in _ARITH:
+                return f"({a} {_ARITH[op]} {b})"
+            return f"{pre}{op}({a}, {b})"      # ts_fmin ts_fmax ts_fmod (ts_d...)
+        if op in _ARITH and op != "div" and self.in_index and t.is_int() and t.bits >= 32:
+            return f"({a} {_ARITH[op]} {b})"
+        k = _log2(e.b)
+        if k is not None and op == "div":        # Euclidean: floor, an arithmetic shift
+            return f"(({ct})({a} >> {k}))" if k else a
+        if k is not None and op == "mod":        # Euclidean: never negative, a mask
+            return f"(({ct})({a} & {(1 << k) - 1}))"
+        if op in ("add", "sub", "mul", "div", "mod"):
+            return f"ts_{op}<{ct}>({a}, {b})"
+        if op in ("min", "max"):
+            return f"ts_i{op}<{ct}>({a}, {b})"
+        raise LoweringError(f"the CUDA backend has no rule for operator {op!r} on {t} ({e})")
+
+    def _intrinsic(self, e: E.Intrinsic) -> str:
+        args = [self.expr(a) for a in e.args]
+        t = e.type
+        if e.name == "abs" and not t.is_float():
+            return args[0] if not t.is_int() else f"ts_iabs<{ctype(t)}>({args[0]})"
+        if not t.is_float():
+            raise LoweringError(f"math function {e.name} on {t} ({e}); the model converts its "
+                                "arguments to float first")
+        table = _MATH32 if t.bits == 32 else _MATH64
+        if e.name not in table:
+            raise LoweringError(f"the CUDA backend has no function for intrinsic {e.name!r} ({e})")
+        return f"{table[e.name]}({', '.join(args)})"

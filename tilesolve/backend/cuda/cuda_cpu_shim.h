@@ -1,0 +1,123 @@
+// tilesolve's CUDA-on-CPU shim: compile generated CUDA C kernels, unmodified, with g++.
+//
+// Based on the idea of the team's shared/gpu/cuda_cpu_shim.h (written for this project).
+// Each CUDA thread of a block is a ucontext fiber; __syncthreads() yields to a scheduler
+// that resumes every other thread of the block before any passes the barrier.  Blocks
+// run one after another, so __shared__ can be function-static storage.  Kernels that
+// never call __syncthreads() run their threads as plain calls (no fibers: much faster).
+//
+// Differences from the original: errors (a barrier reached by only some threads of a
+// block) are reported through cudasim::launch's return value and cudasim::last_error()
+// instead of abort(), so a test can fail cleanly; fiber stacks are not zero-filled; only
+// light C headers are included.
+#pragma once
+// Only light C headers (compile time matters: g++ runs once per program in the tests);
+// the math functions CUDA code may call are declared here, as libm defines them.
+#include <ucontext.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+extern "C" {
+float sqrtf(float) noexcept; float expf(float) noexcept; float logf(float) noexcept;
+float powf(float, float) noexcept; float sinf(float) noexcept; float cosf(float) noexcept;
+float tanf(float) noexcept; float atan2f(float, float) noexcept; float floorf(float) noexcept;
+float ceilf(float) noexcept; float rintf(float) noexcept; float fabsf(float) noexcept;
+double sqrt(double) noexcept; double exp(double) noexcept; double log(double) noexcept;
+double pow(double, double) noexcept; double sin(double) noexcept; double cos(double) noexcept;
+double tan(double) noexcept; double atan2(double, double) noexcept; double floor(double) noexcept;
+double ceil(double) noexcept; double rint(double) noexcept; double fabs(double) noexcept;
+}
+
+struct dim3 { unsigned x, y, z; dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1): x(x_), y(y_), z(z_) {} };
+struct uint3 { unsigned x, y, z; };
+
+namespace cudasim {
+struct Fiber { ucontext_t ctx; uint3 tid; bool done; char* stack; };
+inline thread_local uint3 g_tid, g_bid;
+inline thread_local dim3 g_bdim, g_gdim;
+inline thread_local ucontext_t g_sched;
+inline thread_local Fiber* g_cur = nullptr;
+inline thread_local void (*g_call)(void*) = nullptr;   // the kernel call, type-erased
+inline thread_local void* g_ctx = nullptr;
+inline thread_local char g_error[256] = {0};
+
+inline const char* last_error() { return g_error; }
+
+inline void trampoline() { g_call(g_ctx); g_cur->done = true; swapcontext(&g_cur->ctx, &g_sched); }
+
+inline void syncthreads() {                    // yield back to the block's scheduler
+    if (!g_cur) return;                        // threads run without fibers: no barrier needed
+    swapcontext(&g_cur->ctx, &g_sched);
+}
+
+struct Fibers {                                // owns the fibers and their stacks
+    Fiber* f; unsigned n;
+    Fibers(unsigned n_, size_t stack): f(new Fiber[n_]), n(n_) {
+        for (unsigned i = 0; i < n; ++i) f[i].stack = (char*)malloc(stack);   // not touched
+    }
+    ~Fibers() { for (unsigned i = 0; i < n; ++i) free(f[i].stack); delete[] f; }
+};
+
+// Run kernel_call for every thread of every block.  Returns 0, or 1 with last_error() set.
+template <class F> int launch(dim3 grid, dim3 block, F kernel_call, bool uses_barrier,
+                              size_t stack = 256 * 1024) {
+    g_error[0] = 0;
+    g_gdim = grid; g_bdim = block;
+    g_ctx = &kernel_call;
+    g_call = [](void* p) { (*(F*)p)(); };
+    const unsigned nt = block.x * block.y * block.z;
+    if (!uses_barrier) {                        // no barrier: each thread runs to completion
+        for (unsigned bz = 0; bz < grid.z; ++bz) for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
+            g_bid = {bx, by, bz};
+            for (unsigned tz = 0; tz < block.z; ++tz) for (unsigned ty = 0; ty < block.y; ++ty)
+            for (unsigned tx = 0; tx < block.x; ++tx) { g_tid = {tx, ty, tz}; kernel_call(); }
+        }
+        return 0;
+    }
+    Fibers fibers(nt, stack);
+    for (unsigned bz = 0; bz < grid.z; ++bz) for (unsigned by = 0; by < grid.y; ++by)
+    for (unsigned bx = 0; bx < grid.x; ++bx) {
+        g_bid = {bx, by, bz};
+        unsigned i = 0;
+        for (unsigned tz = 0; tz < block.z; ++tz) for (unsigned ty = 0; ty < block.y; ++ty)
+        for (unsigned tx = 0; tx < block.x; ++tx, ++i) {
+            Fiber& f = fibers.f[i]; f.tid = {tx, ty, tz}; f.done = false;
+            getcontext(&f.ctx); f.ctx.uc_stack.ss_sp = f.stack; f.ctx.uc_stack.ss_size = stack;
+            f.ctx.uc_link = nullptr;
+            makecontext(&f.ctx, trampoline, 0);
+        }
+        for (;;) {                              // run every thread to its next barrier (or exit)
+            unsigned at_barrier = 0, finished = 0;
+            for (unsigned k = 0; k < nt; ++k) {
+                Fiber& f = fibers.f[k];
+                if (f.done) { ++finished; continue; }
+                g_cur = &f; g_tid = f.tid;
+                swapcontext(&g_sched, &f.ctx);
+                if (f.done) ++finished; else ++at_barrier;
+            }
+            g_cur = nullptr;
+            if (finished == nt) break;
+            if (at_barrier != 0 && finished != 0) {   // divergent barrier: UB on a GPU
+                snprintf(g_error, sizeof g_error,
+                         "__syncthreads() reached by %u of %u threads of block (%u, %u, %u)",
+                         at_barrier, nt, bx, by, bz);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+} // namespace cudasim
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __shared__ static            // blocks execute one at a time
+#define __syncthreads() cudasim::syncthreads()
+#define threadIdx (cudasim::g_tid)
+#define blockIdx  (cudasim::g_bid)
+#define blockDim  (cudasim::g_bdim)
+#define gridDim   (cudasim::g_gdim)

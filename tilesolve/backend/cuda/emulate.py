@@ -1,0 +1,201 @@
+"""Run the generated CUDA C on the CPU: the kernel text itself, compiled with g++.
+
+    prog = generate(lowered)                   # codegen.generate
+    emu = EmulatedPipeline(prog)
+    out = emu.realize([50, 37], input=arr)     # same arguments as reference.realize
+
+The kernels are compiled together with ``cuda_cpu_shim.h`` (every CUDA thread
+a fiber, ``__syncthreads()`` a yield, blocks one after another) into a shared
+library, loaded with ctypes; the host launch plan runs in Python
+(``plan.run_plan``), exactly as the pycuda runtime runs it.
+
+What this checks that nvcc cannot: that the CUDA text computes the right
+values (index math, guards, barriers, shared memory).  To catch more bugs,
+every buffer lives inside guard zones (NaN for floats, a byte pattern for
+integers) checked after each launch (a write out of bounds names the kernel
+and the buffer), intermediate buffers start poisoned the same way (so reading
+uninitialized data shows), and a barrier reached by only some threads of a
+block is an error.  Speed: about a million threads per second with barriers,
+more without; for small images only.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ...errors import LoweringError, RealizeError
+from .plan import CudaProgram, bind_arguments, run_plan
+
+SHIM = Path(__file__).with_name("cuda_cpu_shim.h")
+GUARD = 64                      # guard elements on each side of every buffer
+CXX_FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
+             "-fno-strict-aliasing", "-w")
+
+__all__ = ["EmulatedPipeline", "emulation_source", "build_library", "EmulationError"]
+
+
+class EmulationError(LoweringError):
+    """The generated CUDA misbehaved on the CPU shim (out-of-bounds write, divergent barrier)."""
+
+
+def _find_cxx() -> str:
+    for name in ("g++", "c++", "clang++"):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise EmulationError("no C++ compiler (g++, c++ or clang++) on the PATH; the CUDA emulation "
+                         "compiles the kernels with one")
+
+
+def emulation_source(program: CudaProgram) -> str:
+    """The C++ translation unit: shim + the unmodified kernel text + one launcher per kernel."""
+    from .cexpr import ctype
+    parts = [f'#include "{SHIM.name}"', program.source, "// ---- emulation launchers ----"]
+    for k in program.kernels:
+        uses_barrier = "true" if "__syncthreads()" in _kernel_text(program.source, k.name) else "false"
+        args = []
+        for i, p in enumerate(k.params):
+            t = ctype(p.type)
+            args.append(f"*({t}**)args[{i}]" if p.kind == "buffer" else f"*(const {t}*)args[{i}]")
+        parts.append(
+            f'extern "C" int ts_launch_{k.name}(const unsigned* d, void** args) {{\n'
+            f"  return cudasim::launch(dim3(d[0], d[1], d[2]), dim3(d[3], d[4], d[5]),\n"
+            f"      [&]() {{ {k.name}({', '.join(args)}); }}, {uses_barrier});\n}}")
+    parts.append('extern "C" const char* ts_last_error() { return cudasim::last_error(); }')
+    return "\n".join(parts) + "\n"
+
+
+def _kernel_text(source: str, name: str) -> str:
+    start = source.find(f" {name}(")
+    end = source.find("\n}\n", start)
+    return source[start:end]
+
+
+def _cache_dir() -> Path:
+    d = Path(tempfile.gettempdir()) / f"tilesolve-cuda-emu-{os.getuid()}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def build_library(program: CudaProgram, extra_flags=()) -> ctypes.CDLL:
+    """Compile (or reuse from the cache) and load the emulation library of ``program``."""
+    src = emulation_source(program)
+    cxx = _find_cxx()
+    flags = CXX_FLAGS + tuple(extra_flags)
+    key = hashlib.sha256("\0".join((src, SHIM.read_text(), cxx, *flags)).encode()).hexdigest()[:24]
+    lib = _cache_dir() / f"{program.name}-{key}.so"
+    if not lib.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            cpp = Path(tmp) / "kernels.cpp"
+            cpp.write_text(src)
+            shutil.copy(SHIM, Path(tmp) / SHIM.name)
+            out = Path(tmp) / "lib.so"
+            r = subprocess.run([cxx, *flags, "-I", tmp, str(cpp), "-o", str(out)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise EmulationError(f"g++ could not compile the CUDA text of pipeline {program.name} "
+                                     f"for the CPU shim:\n{r.stderr[-4000:]}")
+            tmp_lib = lib.with_suffix(f".{os.getpid()}.tmp")
+            shutil.copy(out, tmp_lib)
+            os.replace(tmp_lib, lib)
+    return ctypes.CDLL(str(lib))
+
+
+def _poison(arr: np.ndarray) -> None:
+    if arr.dtype.kind == "f":
+        arr.fill(np.nan)
+    else:
+        arr.view(np.uint8).fill(0xA5)
+
+
+class _Buf:
+    """A host array with guard zones; ``inner`` is the buffer the kernels see."""
+
+    def __init__(self, name: str, dtype, count: int):
+        self.name = name
+        self.full = np.empty(count + 2 * GUARD, dtype=dtype)
+        _poison(self.full)
+        self.guard = self.full[:GUARD].copy()
+        self.inner = self.full[GUARD:GUARD + count]
+        self.ptr = ctypes.c_void_p(self.inner.ctypes.data if count else self.full.ctypes.data)
+
+    def intact(self) -> bool:
+        eq = lambda a: np.array_equal(a.view(np.uint8), self.guard.view(np.uint8))  # noqa: E731
+        return eq(self.full[:GUARD]) and eq(self.full[GUARD + self.inner.size:])
+
+
+class _ShimDevice:
+    def __init__(self, lib, program):
+        self.lib, self.program = lib, program
+        self.live: dict = {}
+        self.launches = 0
+        lib.ts_last_error.restype = ctypes.c_char_p
+
+    def alloc(self, name, type_, count):
+        b = _Buf(name, type_.dtype, count)
+        self.live[id(b)] = b
+        return b
+
+    def free(self, handle):
+        self.live.pop(id(handle), None)
+
+    def launch(self, kernel, grid, block, args):
+        holders, ptrs = [], []
+        for p, a in zip(kernel.params, args):
+            if p.kind == "buffer":
+                holders.append(a.ptr)
+            else:
+                holders.append(np.ctypeslib.as_ctypes_type(p.type.dtype)(a.item()))
+            ptrs.append(ctypes.addressof(holders[-1]))
+        dims = (ctypes.c_uint * 6)(*grid, *block)
+        argv = (ctypes.c_void_p * max(len(ptrs), 1))(*ptrs)
+        fn = getattr(self.lib, f"ts_launch_{kernel.name}")
+        if fn(dims, argv) != 0:
+            raise EmulationError(f"kernel {kernel.name} (grid {grid}, block {block}): "
+                                 f"{self.lib.ts_last_error().decode()}")
+        self.launches += 1
+        for p, a in zip(kernel.params, args):
+            if p.kind == "buffer" and not a.intact():
+                raise EmulationError(f"kernel {kernel.name} wrote outside buffer {p.name} "
+                                     f"(grid {grid}, block {block})")
+
+
+class EmulatedPipeline:
+    """A CUDA program run on the CPU through the shim; ``realize`` as in ``reference``."""
+
+    def __init__(self, program: CudaProgram, defaults: dict | None = None, pipeline=None):
+        self.program = program
+        self.defaults = dict(defaults or {})
+        self.pipeline = pipeline
+        self.lib = build_library(program)
+        self.last_launches = 0
+
+    def realize(self, sizes, **inputs):
+        env, arrays, outputs = bind_arguments(self.program.args, sizes, inputs, self.defaults)
+        if self.pipeline is not None:
+            from .runtime import check_inputs
+            check_inputs(self.pipeline, sizes, arrays, outputs, env)
+        dev = _ShimDevice(self.lib, self.program)
+        buffers = {}
+        for name, arr in arrays.items():
+            b = _Buf(name, arr.dtype, arr.size)
+            if name not in outputs:
+                b.inner[...] = arr.reshape(-1)
+            buffers[name] = b
+        run_plan(self.program, env, buffers, dev)
+        self.last_launches = dev.launches
+        outs = []
+        for name in outputs:
+            arr = arrays[name]
+            arr.reshape(-1)[...] = buffers[name].inner
+            outs.append(arr)
+        if not outs:
+            raise RealizeError(f"pipeline {self.program.name} has no output buffer")
+        return outs[0] if len(outs) == 1 else tuple(outs)

@@ -1,0 +1,413 @@
+"""One GPU loop nest of the loop IR -> one ``__global__`` CUDA C function.
+
+``KernelBuilder(name, root, ...).build()`` returns ``(plan.Kernel, text)``.
+
+Mapping (see ``codegen`` for the whole picture)::
+
+    gpu_block  For v in [m, m+e)   ->  const ts_i32 v = m + (ts_i32)blockIdx.<axis>;
+    gpu_thread For v in [m, m+e)   ->  if ((ts_i32)threadIdx.<axis> < e) {
+                                         const ts_i32 v = m + (ts_i32)threadIdx.<axis>; ... }
+    other For                      ->  for (ts_i32 v = m; v < m + e; ++v)  (unrolled: #pragma unroll)
+    Allocate (outside thread loops) -> __shared__ T name[N];   (inside: a per-thread array)
+    Barrier                        ->  __syncthreads();
+    Store outside thread loops     ->  if (threadIdx.x == 0 && ...) { ... }   (one thread writes)
+
+Block loops must be perfectly nested (a chain); the innermost is blockIdx.x,
+then y, and every further one is fused into z.  A thread loop's axis is the
+number of thread loops nested inside it (innermost = x).  Grid and block sizes
+must be computable before the launch: from host values only (lets inside the
+kernel are substituted, then the expression is simplified).
+"""
+from __future__ import annotations
+
+from ...errors import LoweringError
+from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStmt,
+                         ProducerConsumer, Store, stmt_children, walk_stmts)
+from ...model import expr as E
+from ...model import types as T
+from ...model.visit import substitute_names, walk
+from .cexpr import ExprPrinter, ctype
+from .plan import Kernel, KernelParam
+
+AXES = "xyz"
+_ONE = E.Const(T.int32, 1)
+
+
+def _plus(a: str, b: str) -> str:
+    return b if a == "0" else f"{a} + {b}"
+
+
+def _simplify(e: E.Expr) -> E.Expr:
+    try:
+        from ...analysis.simplify import simplify
+    except ImportError:          # the simplifier is optional here: constants fold anyway
+        return e
+    return simplify(e)
+
+
+class _Facts:
+    """Per statement (by id): does its subtree hold a Store, a thread loop, a Barrier?"""
+
+    def __init__(self, root):
+        self._memo: dict = {}
+        self._keep = []
+        self.get(root)
+
+    def get(self, s) -> tuple:
+        hit = self._memo.get(id(s))
+        if hit is not None:
+            return hit
+        store = isinstance(s, Store)
+        thread = isinstance(s, For) and s.kind == "gpu_thread"
+        barrier = isinstance(s, Barrier)
+        for c in stmt_children(s):
+            cs, ct, cb = self.get(c)
+            store, thread, barrier = store or cs, thread or ct, barrier or cb
+        r = (store, thread, barrier)
+        self._memo[id(s)] = r
+        self._keep.append(s)
+        return r
+
+
+class _Printer(ExprPrinter):
+    """An ExprPrinter that records the scalar names and buffers it prints."""
+
+    def __init__(self, names, used: set, reads: set):
+        super().__init__(names)
+        self.used, self.reads = used, reads
+
+    def expr(self, e):
+        if isinstance(e, (E.Var, E.Param)):
+            self.used.add(e.name)
+        elif isinstance(e, Load):
+            self.reads.add(e.buffer)
+        return super().expr(e)
+
+
+def _thread_depth(s) -> int:
+    """The largest number of nested gpu_thread loops on one path through ``s``."""
+    own = 1 if isinstance(s, For) and s.kind == "gpu_thread" else 0
+    return own + max((_thread_depth(c) for c in stmt_children(s)), default=0)
+
+
+class KernelBuilder:
+    def __init__(self, name: str, root, namer, host_scalars: dict, host_buffers: dict,
+                 funcs: tuple = ()):
+        self.name, self.root, self.names = name, root, namer
+        self.host_scalars, self.host_buffers, self.funcs = host_scalars, host_buffers, funcs
+        self.used, self.reads, self.writes, self.bound_names = set(), set(), set(), set()
+        self.pr = _Printer(namer, self.used, self.reads)
+        self.lines: list[str] = []
+        self.depth = 1
+        self.shared_bytes = 0
+        self.facts = _Facts(root)
+        self.thread_ext: dict = {}
+        self.lets: dict = {}
+        for n in walk_stmts(root):
+            if isinstance(n, LetStmt):
+                old = self.lets.get(n.name, n.value)
+                self.lets[n.name] = n.value if old is n.value else None   # None: ambiguous
+
+    # -- host-computable sizes ------------------------------------------------------
+    def host_expr(self, e: E.Expr, what: str) -> E.Expr:
+        """``e`` with kernel lets substituted: an Expr of host values only, simplified."""
+        for _ in range(64):
+            inner = {n.name for n in walk(e) if isinstance(n, E.Var)
+                     and n.name not in self.host_scalars and self.lets.get(n.name) is not None}
+            if not inner:
+                break
+            e = substitute_names(e, {k: self.lets[k] for k in inner})
+        for n in walk(e):
+            if isinstance(n, Load):
+                raise LoweringError(f"kernel {self.name}: {what} ({e}) reads buffer {n.buffer}; "
+                                    "launch sizes cannot depend on computed data")
+            if isinstance(n, (E.Var, E.Param)) and n.name not in self.host_scalars:
+                raise LoweringError(
+                    f"kernel {self.name}: {what} ({e}) depends on {n.name}, which is only known "
+                    "inside the kernel; GPU grid and block sizes must be known at launch (give "
+                    "the GPU loops constant extents, e.g. a constant tile size)")
+        return _simplify(e)
+
+    # -- structure ------------------------------------------------------------------
+    def _blocks(self):
+        blocks = [n for n in walk_stmts(self.root) if isinstance(n, For) and n.kind == "gpu_block"]
+        for i, b in enumerate(blocks):
+            inner = [n for n in walk_stmts(b.body) if isinstance(n, For) and n.kind == "gpu_block"]
+            if len(inner) != len(blocks) - 1 - i:
+                other = next(n for n in blocks if n is not b and n not in inner
+                             and blocks.index(n) > i)
+                raise LoweringError(f"kernel {self.name}: gpu_block loops {b.name} and {other.name} "
+                                    "are not nested in one another; the block loops of one kernel "
+                                    "must form a single nest")
+            if i + 1 < len(blocks):
+                self._check_between(b, b.body, blocks[i + 1])
+        for t in walk_stmts(self.root):
+            if isinstance(t, For) and t.kind == "gpu_thread":
+                for n in walk_stmts(t.body):
+                    if isinstance(n, For) and n.kind == "gpu_block":
+                        raise LoweringError(f"kernel {self.name}: gpu_block loop {n.name} is inside "
+                                            f"gpu_thread loop {t.name}")
+                    if isinstance(n, Barrier):
+                        raise LoweringError(f"kernel {self.name}: a barrier inside gpu_thread loop "
+                                            f"{t.name} (barriers go between thread loops)")
+        return blocks
+
+    def _check_between(self, outer, s, target):
+        """Between two block loops only lets, allocations, ifs and serial loops may sit;
+        anything else with side effects would run once per inner block."""
+        if s is target:
+            return
+        if isinstance(s, (LetStmt, ProducerConsumer, Allocate)):
+            return self._check_between(outer, s.body, target)
+        if isinstance(s, IfThenElse) and s.else_case is None:
+            return self._check_between(outer, s.then_case, target)
+        if isinstance(s, For) and s.kind not in ("gpu_block", "gpu_thread"):
+            return self._check_between(outer, s.body, target)
+        if isinstance(s, Block):
+            for x in s.stmts:
+                if any(n is target for n in walk_stmts(x)):
+                    self._check_between(outer, x, target)
+                elif any(isinstance(n, (Store, For, Barrier)) for n in walk_stmts(x)):
+                    break
+            else:
+                return
+        raise LoweringError(f"kernel {self.name}: code between gpu_block loops {outer.name} and "
+                            f"{target.name} would run once per {target.name} block; put it inside "
+                            f"the innermost block loop")
+
+    def _layout(self, blocks):
+        n = len(blocks)
+        self.block_axis, self.fused = {}, []
+        exts = [self.host_expr(b.extent, f"the extent of gpu_block loop {b.name}") for b in blocks]
+        self.block_ext = {b.name: x for b, x in zip(blocks, exts)}
+        grid = [_ONE, _ONE, _ONE]
+        for i, b in enumerate(blocks):
+            axis = n - 1 - i if n <= 3 else (2 if i < n - 2 else n - 1 - i)
+            self.block_axis[b.name] = axis
+            if n > 3 and i < n - 2:
+                self.fused.append(b)
+                grid[2] = exts[i] if grid[2] is _ONE else _simplify(grid[2] * exts[i])
+            else:
+                grid[axis] = exts[i]
+        self.grid = tuple(grid)
+        # threads
+        self.thread_axis, per_axis = {}, ([], [], [])
+        for t in walk_stmts(self.root):
+            if isinstance(t, For) and t.kind == "gpu_thread":
+                axis = _thread_depth(t.body)
+                if axis > 2:
+                    raise LoweringError(f"kernel {self.name}: gpu_thread loop {t.name} has {axis} "
+                                        "thread loops inside it; CUDA has 3 thread dimensions")
+                self.thread_axis[t.name] = axis
+                ext = self.host_expr(t.extent, f"the extent of gpu_thread loop {t.name}")
+                self.thread_ext[t.name] = ext
+                if all(x is not ext for x in per_axis[axis]):
+                    per_axis[axis].append(ext)
+        block = []
+        for exts_a in per_axis:
+            if not exts_a:
+                block.append(_ONE)
+            elif all(isinstance(x, E.Const) for x in exts_a):
+                block.append(E.Const(T.int32, max(max(x.value for x in exts_a), 1)))
+            else:
+                m = exts_a[0]
+                for x in exts_a[1:]:
+                    m = E.max_(m, x)
+                block.append(_simplify(m))
+        self.block = tuple(block)
+        self.block_const = (tuple(int(b.value) for b in block)
+                            if all(isinstance(b, E.Const) for b in block) else None)
+
+    # -- emission -------------------------------------------------------------------
+    def line(self, text: str):
+        self.lines.append("  " * self.depth + text)
+
+    def open(self, text: str):
+        self.line(text)
+        self.depth += 1
+
+    def close(self, text: str = "}"):
+        self.depth -= 1
+        self.line(text)
+
+    def _unbound(self) -> list:
+        return [a for a in range(3) if a not in self.bound
+                and not (isinstance(self.block[a], E.Const) and self.block[a].value == 1)]
+
+    def stmt(self, s, tail: bool):
+        store, thread, barrier = self.facts.get(s)
+        unbound = self._unbound()
+        if store and unbound and not thread and not barrier:
+            conds = " && ".join(f"threadIdx.{AXES[a]} == 0" for a in unbound)
+            self.open(f"if ({conds}) {{  // one thread of the block")
+            saved, self.bound = self.bound, {0, 1, 2}
+            self.stmt(s, True)
+            self.bound = saved
+            self.close()
+            return
+        e = self.pr
+        if isinstance(s, Block):
+            for i, x in enumerate(s.stmts):
+                self.stmt(x, tail and i == len(s.stmts) - 1)
+        elif isinstance(s, ProducerConsumer):
+            self.line(f"// {'produce' if s.is_producer else 'consume'} {s.name}")
+            self.stmt(s.body, tail)
+        elif isinstance(s, LetStmt):
+            self._scope(tail, lambda: (self._bind(s.name),
+                                       self.line(f"const {ctype(s.value.type)} {self.names(s.name)} = "
+                                                 f"{e(s.value)};"), self.stmt(s.body, True)))
+        elif isinstance(s, Allocate):
+            self._scope(tail, lambda: (self._allocate(s), self.stmt(s.body, True)))
+        elif isinstance(s, Store):
+            self.writes.add(s.buffer)
+            self.line(f"{self.names(s.buffer)}[{e.index(s.index)}] = {e(s.value)};")
+        elif isinstance(s, IfThenElse):
+            self.open(f"if ({e(s.cond)}) {{")
+            self.stmt(s.then_case, True)
+            if s.else_case is not None:
+                self.close("} else {")
+                self.depth += 1
+                self.stmt(s.else_case, True)
+            self.close()
+        elif isinstance(s, Barrier):
+            self.line("__syncthreads();")
+        elif isinstance(s, For):
+            self._bind(s.name)
+            if s.kind == "gpu_block":
+                self._scope(tail, lambda: (self._block_var(s), self.stmt(s.body, True)))
+            elif s.kind == "gpu_thread":
+                self._thread_loop(s)
+            else:
+                self._serial_loop(s)
+        else:
+            raise LoweringError(f"kernel {self.name}: cannot emit a {type(s).__name__}")
+
+    def _bind(self, name):
+        self.bound_names.add(name)
+
+    def _scope(self, tail, body):
+        if not tail:
+            self.open("{")
+        body()
+        if not tail:
+            self.close()
+
+    def _allocate(self, s: Allocate):
+        self._bind(s.name)
+        count = 1
+        for x in s.extents:
+            x = self.host_expr(x, f"the size of allocation {s.name}")
+            if not isinstance(x, E.Const):
+                raise LoweringError(f"kernel {self.name}: allocation {s.name} has a size ({x}) that "
+                                    "is not a constant; GPU shared and per-thread arrays need "
+                                    "constant sizes (use constant tile sizes)")
+            count *= max(int(x.value), 0)
+        count = max(count, 1)
+        one_thread = self.block_const == (1, 1, 1)
+        if s.memory == "shared" and self.thread_level:
+            raise LoweringError(f"kernel {self.name}: shared allocation {s.name} is inside a "
+                                "gpu_thread loop; shared memory belongs to the whole block")
+        shared = s.memory == "shared" or (not self.thread_level and not one_thread)
+        ct = ctype(s.type)
+        if shared:
+            self.shared_bytes += count * s.type.bytes
+            self.line(f"__shared__ {ct} {self.names(s.name)}[{count}];"
+                      + ("" if s.memory == "shared" else f"  // {s.memory} at block level: shared"))
+        else:
+            self.line(f"{ct} {self.names(s.name)}[{count}];  // {s.memory}, per thread")
+
+    def _block_var(self, s: For):
+        axis = self.block_axis[s.name]
+        v, mn = self.names(s.name), self.pr.index(s.min)
+        if s in self.fused:
+            k = self.fused.index(s)
+            idx = "blockIdx.z"
+            inner = self.fused[k + 1:]
+            if inner:
+                div = " * ".join(f"(ts_u32)({self.pr(self.block_ext[b.name])})" for b in inner)
+                idx = f"({idx} / ({div}))"
+            if k > 0:
+                idx = f"({idx} % (ts_u32)({self.pr(self.block_ext[s.name])}))"
+            self.line(f"const ts_i32 {v} = {_plus(mn, f'(ts_i32){idx}')};")
+        else:
+            self.line(f"const ts_i32 {v} = {_plus(mn, f'(ts_i32)blockIdx.{AXES[axis]}')};")
+
+    def _thread_loop(self, s: For):
+        axis = self.thread_axis[s.name]
+        conds, newly = [], {axis}
+        if self.thread_level == 0:      # outermost loop of a nest: other axes idle
+            nest = {self.thread_axis[t.name] for t in walk_stmts(s)
+                    if isinstance(t, For) and t.kind == "gpu_thread"}
+            for a in self._unbound():
+                if a not in nest:
+                    conds.append(f"threadIdx.{AXES[a]} == 0")
+                    newly.add(a)
+        ext = self.thread_ext[s.name]
+        if ext is not self.block[axis]:
+            conds.append(f"(ts_i32)threadIdx.{AXES[axis]} < {self.pr.index(ext)}")
+        self.open(f"if ({' && '.join(conds)}) {{" if conds else "{")
+        tid = f"(ts_i32)threadIdx.{AXES[axis]}"
+        self.line(f"const ts_i32 {self.names(s.name)} = {_plus(self.pr.index(s.min), tid)};")
+        saved = self.bound
+        self.bound = self.bound | newly
+        self.thread_level += 1
+        self.stmt(s.body, True)
+        self.thread_level -= 1
+        self.bound = saved
+        self.close()
+
+    def _serial_loop(self, s: For):
+        v = self.names(s.name)
+        simple = all(isinstance(x, (E.Const, E.Var, E.Param)) for x in (s.min, s.extent))
+        if simple:
+            lo = self.pr.index(s.min)
+            hi = self.pr.index(s.extent) if E.is_const(s.min, 0) else f"{lo} + {self.pr.index(s.extent)}"
+        else:
+            self.open("{")
+            lo = self.names.fresh(f"{v}_lo")
+            hi = self.names.fresh(f"{v}_hi")
+            self.line(f"const ts_i32 {lo} = {self.pr.index(s.min)}, {hi} = {lo} + "
+                      f"{self.pr.index(s.extent)};")
+        if s.kind == "unrolled":
+            self.line("#pragma unroll")
+        self.open(f"for (ts_i32 {v} = {lo}; {v} < {hi}; ++{v}) {{"
+                  + (f"  // {s.kind}" if s.kind not in ("serial", "unrolled") else ""))
+        self.stmt(s.body, True)
+        self.close()
+        if not simple:
+            self.close()
+
+    # -- the whole kernel -----------------------------------------------------------
+    def build(self):
+        blocks = self._blocks()
+        self._layout(blocks)
+        self.bound, self.thread_level = set(), 0
+        self.stmt(self.root, True)
+        body = self.lines
+        unknown = sorted((self.used - self.bound_names) - set(self.host_scalars))
+        if unknown:
+            raise LoweringError(f"kernel {self.name}: {unknown[0]} is used but never defined")
+        bufs = sorted(self.reads | self.writes)
+        missing = [b for b in bufs if b not in self.host_buffers and b not in self.bound_names]
+        if missing:
+            raise LoweringError(f"kernel {self.name}: buffer {missing[0]} is not an argument or an "
+                                "allocation outside the kernel")
+        params = [KernelParam(self.names(b), b, "buffer", self.host_buffers[b], b not in self.writes)
+                  for b in bufs if b not in self.bound_names]
+        params += [KernelParam(self.names(n), n, "scalar", self.host_scalars[n])
+                   for n in sorted(self.used - self.bound_names)]
+        sig = []
+        for p in params:
+            if p.kind == "buffer":
+                sig.append(f"{'const ' if p.read_only else ''}{ctype(p.type)} *__restrict__ {p.cname}")
+            else:
+                sig.append(f"const {ctype(p.type)} {p.cname}")
+        bounds = ""
+        if self.block_const is not None:
+            bounds = f"__launch_bounds__({self.block_const[0] * self.block_const[1] * self.block_const[2]}) "
+        what = f"  // produces {', '.join(self.funcs)}" if self.funcs else ""
+        head = f"extern \"C\" __global__ void {bounds}{self.name}({', '.join(sig)}) {{{what}"
+        text = "\n".join([head] + body + ["}", ""])
+        kernel = Kernel(self.name, tuple(params), self.grid, self.block, self.block_const,
+                        self.shared_bytes, self.funcs)
+        return kernel, text
