@@ -14,7 +14,8 @@ from tilesolve.apps import APPS, get_app, list_apps
 
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
 
-# (case id, app, build params on top of the app's SMALL_BUILD, sizes or None for SMALL_SIZE)
+# (case id, app, build params on top of the app's SMALL_BUILD, sizes or None for SMALL_SIZE);
+# Param values other than the paper's go in PARAM_OVERRIDES
 CASES = [
     ("blur", "blur", {}, None),
     ("blur_uint16", "blur", {"dtype": "uint16"}, None),
@@ -34,7 +35,10 @@ CASES = [
     ("iir_blur", "iir_blur", {}, None),
     ("stencil_chain_8", "stencil_chain", {}, None),
     ("stencil_chain_uint16", "stencil_chain", {"dtype": "uint16"}, None),
+    ("lens_blur_small_params", "lens_blur", {}, None),
 ]
+PARAM_OVERRIDES = {"lens_blur_small_params": {"slices": 12, "focus_depth": 4,
+                                              "aperture_samples": 10}}
 # the paper's structural parameters at the small size (a few tenths of a second each)
 SLOW_CASES = [
     ("local_laplacian_J8", "local_laplacian", {"pyramid_levels": 8}, None),
@@ -42,13 +46,14 @@ SLOW_CASES = [
     ("max_filter_r26", "max_filter", {"radius": 26}, None),
     ("nl_means_7", "nl_means", {"patch_size": 7, "search_area": 7}, None),
     ("stencil_chain_32", "stencil_chain", {"stages": 32}, None),
+    ("lens_blur", "lens_blur", {}, None),
 ]
 
 # Func counts at the paper's parameters (Mullapudi 2016's Table 1 in comments)
 FUNC_COUNTS = {"blur": 2, "unsharp": 8, "harris": 12, "camera_pipe": 35,
                "local_laplacian": 102, "bilateral_grid": 7, "interpolate": 50, "hist_eq": 9,
                "max_filter": 7, "nl_means": 12, "conv_layer": 2, "matmul": 2, "iir_blur": 4,
-               "stencil_chain": 34}
+               "stencil_chain": 34, "lens_blur": 71}
 
 
 @pytest.fixture(autouse=True)
@@ -66,12 +71,13 @@ def _params(app, extra):
     return p
 
 
-def _run(name, extra, sizes):
+def _run(case, name, extra, sizes):
     app = get_app(name)
     params = _params(app, extra)
     sizes = list(app.SMALL_SIZE if sizes is None else sizes)
     pipe, _ = app.build(sizes=sizes, **params)
     inputs = app.make_inputs(sizes, seed=0, **params)
+    inputs.update(PARAM_OVERRIDES.get(case, {}))
     got = ts.reference.realize(pipe, sizes, **inputs)
     want = app.numpy_reference(inputs, sizes, **params)
     return got, np.asarray(want), sizes
@@ -95,14 +101,14 @@ def _compare(name, got, want, sizes):
 
 @pytest.mark.parametrize("case,name,extra,sizes", CASES, ids=[c[0] for c in CASES])
 def test_app_matches_numpy_reference(case, name, extra, sizes):
-    got, want, sizes = _run(name, extra, sizes)
+    got, want, sizes = _run(case, name, extra, sizes)
     _compare(case, got, want, sizes)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case,name,extra,sizes", SLOW_CASES, ids=[c[0] for c in SLOW_CASES])
 def test_app_matches_numpy_reference_paper_params(case, name, extra, sizes):
-    got, want, sizes = _run(name, extra, sizes)
+    got, want, sizes = _run(case, name, extra, sizes)
     _compare(case, got, want, sizes)
 
 
@@ -156,6 +162,7 @@ PARAM_CHANGES = [
     ("bilateral_grid", {"r_sigma": 0.25}),
     ("nl_means", {"sigma": 0.3}),
     ("iir_blur", {"alpha": 0.35}),
+    ("lens_blur", {"focus_depth": 20, "blur_radius_scale": 0.3, "aperture_samples": 12}),
 ]
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from . import (bilateral_grid, blur, camera_pipe, conv_layer, harris, hist_eq, iir_blur,
+from . import (bilateral_grid, blur, camera_pipe, conv_layer, harris, hist_eq, iir_blur, lens_blur,
                interpolate, local_laplacian, matmul, max_filter, nl_means, stencil_chain,
                unsharp)
 
@@ -39,6 +39,7 @@ APPS: dict[str, ModuleType] = {
     "matmul": matmul,
     "iir_blur": iir_blur,
     "stencil_chain": stencil_chain,
+    "lens_blur": lens_blur,
 }
 
 

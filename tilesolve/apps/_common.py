@@ -11,6 +11,8 @@ the compiler sees nothing new:
 * ``pow2_int(e, max_exponent)``: ``1 << e`` for ``0 <= e <= max_exponent``
   (the language has no shifts), as a select chain.
 * ``paper_or(sizes, paper)``: the sizes to use for estimates.
+* ``random_float(args, tag)``: Halide's hash-based random numbers, built from
+  uint32 multiply, add, ``/`` and ``%``.
 """
 from __future__ import annotations
 
@@ -59,3 +61,34 @@ def pow2_int(e, max_exponent: int):
 def paper_or(sizes, paper):
     """``sizes`` as a list, or the paper's sizes when ``sizes`` is None."""
     return list(paper if sizes is None else sizes)
+
+
+# Halide's random number generator (src/Random.cpp): a quadratic permutation
+# polynomial of uint32, applied once per argument.
+_C0, _C1, _C2 = 576942909, 1121052041, 1040796640
+
+
+def _rng32(u):
+    return (_C2 * u + _C1) * u + _C0
+
+
+def random_float(args, tag: int):
+    """Halide's ``random_float()`` in a Func over ``args`` (its pure Vars, innermost last).
+
+    Halide hashes the Func's free Vars (in reverse order) and a per-call tag;
+    this builds the same hash.  Halide's final ``r ^ (r >> 16)`` and the
+    float reinterpretation use bit operations the language lacks; they are
+    computed exactly with ``/``, ``%`` and selects: the result is
+    ``((r ^ (r >> 16)) >> 9) / 2^23``, i.e. ``hi * 2^7 + (bits 9..15 of lo ^ hi)``.
+    """
+    r = _rng32(M.cast(T.uint32, args[0]))
+    for a in list(args[1:]) + [tag]:
+        r = _rng32(r + M.cast(T.uint32, M.as_expr(a, T.uint32)))
+    hi, lo = r / 65536, r % 65536
+    low_bits = M.as_expr(0, T.uint32)
+    for i in range(7):
+        b_lo = (lo / (1 << (9 + i))) % 2
+        b_hi = (hi / (1 << (9 + i))) % 2
+        low_bits = low_bits + M.select(b_lo != b_hi, M.cast(T.uint32, 1 << i), 0)
+    m = hi * 128 + low_bits
+    return M.clamp(M.cast(T.float32, m) / float(1 << 23), 0.0, 1.0)
