@@ -129,7 +129,9 @@ class _HostSplitter:
     def _kernel(self, s, serial: bool):
         funcs = tuple(dict.fromkeys(n.name for n in walk_stmts(s)
                                     if isinstance(n, ProducerConsumer) and n.is_producer))
-        label = funcs[0] if funcs else ("serial" if serial else "kernel")
+        local = {n.name for n in walk_stmts(s) if isinstance(n, Allocate)}
+        written = [n.buffer for n in walk_stmts(s) if isinstance(n, Store) and n.buffer not in local]
+        label = written[0] if written else (funcs[0] if funcs else "kernel")
         name = self.namer.fresh(f"{self.lp.name}_k{len(self.kernels)}_{label}".replace(".", "_"))
         kb = KernelBuilder(name, s, self.namer, dict(self.scalars), dict(self.buffers), funcs)
         kernel, text = kb.build()

@@ -26,6 +26,7 @@ from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStm
 from ...model import expr as E
 from ...model import types as T
 from ...model.visit import substitute_names, walk
+from .bounds import upper_bound
 from .cexpr import ExprPrinter, ctype
 from .plan import Kernel, KernelParam
 
@@ -109,24 +110,45 @@ class KernelBuilder:
                 self.lets[n.name] = n.value if old is n.value else None   # None: ambiguous
 
     # -- host-computable sizes ------------------------------------------------------
-    def host_expr(self, e: E.Expr, what: str) -> E.Expr:
-        """``e`` with kernel lets substituted: an Expr of host values only, simplified."""
+    def _substituted(self, e: E.Expr) -> E.Expr:
+        """``e`` with the kernel's lets substituted until only host values and loop
+        variables remain."""
         for _ in range(64):
             inner = {n.name for n in walk(e) if isinstance(n, E.Var)
                      and n.name not in self.host_scalars and self.lets.get(n.name) is not None}
             if not inner:
                 break
             e = substitute_names(e, {k: self.lets[k] for k in inner})
+        return e
+
+    def host_expr(self, e: E.Expr, what: str, required: bool = True):
+        """``e`` as an Expr of host values only (simplified), computable before the
+        launch; None (or a LoweringError if ``required``) when it is not."""
+        e = self._substituted(e)
         for n in walk(e):
+            bad = None
             if isinstance(n, Load):
-                raise LoweringError(f"kernel {self.name}: {what} ({e}) reads buffer {n.buffer}; "
-                                    "launch sizes cannot depend on computed data")
-            if isinstance(n, (E.Var, E.Param)) and n.name not in self.host_scalars:
+                bad = f"reads buffer {n.buffer}"
+            elif isinstance(n, (E.Var, E.Param)) and n.name not in self.host_scalars:
+                bad = f"depends on {n.name}, which is only known inside the kernel"
+            if bad is not None:
+                if not required:
+                    return None
                 raise LoweringError(
-                    f"kernel {self.name}: {what} ({e}) depends on {n.name}, which is only known "
-                    "inside the kernel; GPU grid and block sizes must be known at launch (give "
-                    "the GPU loops constant extents, e.g. a constant tile size)")
+                    f"kernel {self.name}: {what} ({e}) {bad}; GPU grid and block sizes must be "
+                    "known at launch (give the GPU loops constant extents, e.g. a constant tile "
+                    "size)")
         return _simplify(e)
+
+    def bounded_expr(self, e: E.Expr, what: str) -> E.Expr:
+        """A host Expr equal to ``e`` if there is one, else a constant upper bound of it."""
+        h = self.host_expr(e, what, required=False)
+        if h is not None:
+            return h
+        ub = upper_bound(_simplify(self._substituted(e)))
+        if ub is None:
+            self.host_expr(e, what)          # raises, naming what is unknown
+        return E.Const(T.int32, max(ub, 0))
 
     # -- structure ------------------------------------------------------------------
     def _blocks(self):
@@ -199,8 +221,10 @@ class KernelBuilder:
                     raise LoweringError(f"kernel {self.name}: gpu_thread loop {t.name} has {axis} "
                                         "thread loops inside it; CUDA has 3 thread dimensions")
                 self.thread_axis[t.name] = axis
-                ext = self.host_expr(t.extent, f"the extent of gpu_thread loop {t.name}")
-                self.thread_ext[t.name] = ext
+                what = f"the extent of gpu_thread loop {t.name}"
+                ext = self.bounded_expr(t.extent, what)
+                exact = self.host_expr(t.extent, what, required=False)
+                self.thread_ext[t.name] = t.extent if exact is None else exact
                 if all(x is not ext for x in per_axis[axis]):
                     per_axis[axis].append(ext)
         block = []
@@ -296,7 +320,7 @@ class KernelBuilder:
         self._bind(s.name)
         count = 1
         for x in s.extents:
-            x = self.host_expr(x, f"the size of allocation {s.name}")
+            x = self.bounded_expr(x, f"the size of allocation {s.name}")
             if not isinstance(x, E.Const):
                 raise LoweringError(f"kernel {self.name}: allocation {s.name} has a size ({x}) that "
                                     "is not a constant; GPU shared and per-thread arrays need "
