@@ -297,3 +297,48 @@ def test_blur_vectorized_by_16_uses_wide_registers():
     o = np.zeros((8, 32), np.float32)
     assert kern([a, o]) == 0
     np.testing.assert_array_equal(o, (a[:8, :32] + a[:8, 1:33]) / np.float32(3))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_clamped_ramp_indices_fast_and_edge_paths(seed):
+    """Boundary-condition indices (clamp of the vector loop variable) take a dense access
+    when no lane is clamped and a gather/scatter otherwise; both must be exact, including
+    ramps that wrap around int32 inside one vector."""
+    n = 200
+    xo, xi = V("c.xo"), V("c.xi")
+    x = xo * 8 + xi + E.Param(i32, "p")
+    hi = V("iota.extent.0") - 1
+    idxs = [E.clamp(x - 1, 0, hi), E.clamp(x + 1, 0, hi) + 0, E.min_(E.max_(x, 0), hi) * 1,
+            E.clamp(x * 2, 0, hi), E.clamp(C(7) - x, 0, hi), E.max_(E.min_(x, hi), 0),
+            E.clamp(E.clamp(x, -5, 300) - 3, 0, hi), E.clamp(x * (1 << 29), 0, hi),
+            E.clamp(E.clamp(x, 0, hi) - E.clamp(x - 2, 0, hi) + 2, 0, hi)]
+    stores = [L.Store("out", xo * 8 + xi + k * V("out.stride.1"), ld("iota", e, i32))
+              for k, e in enumerate(idxs)]
+    stores.append(L.Store("sc", E.clamp(x, 0, V("sc.extent.0") - 1), E.cast(i32, x)))
+    body = L.For("c.xo", C(0), C(n // 8), "serial", L.For("c.xi", C(0), C(8), "vectorized",
+                                                      L.Block.make(stores)))
+    kern, gen = build([buf("iota", i32), buf("out", i32, 2, True), buf("sc", i32, out=True),
+                       L.Argument("p", "scalar", i32)], body)
+    assert gen.notes == ()
+    ir_text = kern.jit.llvm_ir()
+    assert "load <8 x i32>" in ir_text and "store <8 x i32>" in ir_text
+    rng = np.random.default_rng(seed)
+    iota = rng.integers(-1000, 1000, 97).astype(np.int32)
+    for p in [-30, 0, 50, int(rng.integers(-300, 100)), 2 ** 31 - 100]:
+        out = np.zeros((len(idxs), n), np.int32)
+        sc = np.full(64, -1, np.int32)
+        assert kern([iota, out, sc], [p]) == 0
+        xs = (np.arange(n, dtype=np.int64) + p).astype(np.int32)   # wraps like int32
+        h = len(iota) - 1
+        with np.errstate(over="ignore"):
+            want = [np.clip(xs - 1, 0, h), np.clip(xs + 1, 0, h), np.clip(xs, 0, h),
+                    np.clip(xs * 2, 0, h), np.clip(7 - xs, 0, h), np.clip(xs, 0, h),
+                    np.clip(np.clip(xs, -5, 300) - 3, 0, h),
+                    np.clip(xs * np.int32(1 << 29), 0, h),
+                    np.clip(np.clip(xs, 0, h) - np.clip(xs - 2, 0, h) + 2, 0, h)]
+        for k, w in enumerate(want):
+            np.testing.assert_array_equal(out[k], iota[w], err_msg=f"index {k}, p={p}")
+        want_sc = np.full(64, -1, np.int32)
+        for v in xs:                                   # serial order: last write wins
+            want_sc[min(max(v, 0), 63)] = v
+        np.testing.assert_array_equal(sc, want_sc, err_msg=f"p={p}")

@@ -25,13 +25,12 @@ the divisor guarded so that neither 0 nor ``INT_MIN / -1`` can trap; float ``%``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
 from ...errors import LoweringError
 from ...model import expr as E
 from ...model.types import Type
+from .codegen_lanes import Guarded, LaneEmitter, Ramp, is_varying  # noqa: F401
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -74,21 +73,8 @@ def _mangle(ty: ir.Type) -> str:
     return f"i{ty.width}"
 
 
-@dataclass(frozen=True)
-class Ramp:
-    """The lanes ``base + stride * k`` for k in [0, lanes): an integer vector, lazily."""
-
-    base: ir.Value
-    stride: int
-    lanes: int
-
-
-def is_varying(v) -> bool:
-    return isinstance(v, Ramp) or isinstance(v.type, ir.VectorType)
-
-
-class ExprEmitter:
-    """Mixin: ``emit(expr)`` -> scalar ir.Value, vector ir.Value or Ramp."""
+class ExprEmitter(LaneEmitter):
+    """Mixin: ``emit(expr)`` -> scalar ir.Value, vector ir.Value, Ramp or Guarded."""
 
     # -- helpers ---------------------------------------------------------------------
     def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
@@ -108,23 +94,6 @@ class ExprEmitter:
 
     def vec_type(self, ty: ir.Type) -> ir.Type:
         return ty if self.lanes == 1 else ir.VectorType(ty, self.lanes)
-
-    def vec(self, v) -> ir.Value:
-        """Materialize ``v`` as a W-lane vector (broadcast a scalar, expand a ramp)."""
-        b = self.b
-        if isinstance(v, Ramp):
-            vt = ir.VectorType(v.base.type, v.lanes)
-            w = v.base.type.width
-            offs = [ir.Constant(v.base.type, _wrap(v.stride * k, w)) for k in range(v.lanes)]
-            return b.add(self.vec(v.base), ir.Constant(vt, offs))
-        if isinstance(v.type, ir.VectorType):
-            return v
-        vt = ir.VectorType(v.type, self.lanes)
-        if isinstance(v, ir.Constant):
-            return ir.Constant(vt, [v] * self.lanes)
-        one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
-        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                                ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
 
     def scalar(self, e: E.Expr) -> ir.Value:
         """Emit an Expr that must be uniform (loop bounds, allocation sizes, conditions)."""
@@ -157,7 +126,7 @@ class ExprEmitter:
             return self._binop(e, index)
         if isinstance(e, E.Not):
             a = self.emit(e.a)
-            a = self.vec(a) if isinstance(a, Ramp) else a
+            a = self.vec(a) if isinstance(a, (Ramp, Guarded)) else a
             return self.b.xor(a, self.const(a.type, 1))
         if isinstance(e, E.Select):
             return self._select(e)
@@ -196,41 +165,16 @@ class ExprEmitter:
         spine = index and op in ("add", "sub", "mul", "min", "max")
         a = self.emit(e.a, spine)
         if op in ("div", "mod") and isinstance(e.b, E.Const) and t.is_integral():
-            a = self.vec(a) if isinstance(a, Ramp) else a
+            a = self.vec(a) if isinstance(a, (Ramp, Guarded)) else a
             return self._divmod_const(op, t, a, e.b.value)
         b = self.emit(e.b, spine)
         nsw = spine and t == _INT32 and self.pure_index(e)
-        ramp = self._ramp_arith(op, t, a, b, nsw)
-        if ramp is not None:
-            return ramp
+        lane = self.lane_arith(op, t, a, b, nsw) if op in _PURE_OPS else None
+        if lane is not None:
+            return lane
         if is_varying(a) or is_varying(b):
             a, b = self.vec(a), self.vec(b)
         return self.binop_values(op, t, a, b, nsw)
-
-    def _ramp_arith(self, op, t, a, b, nsw):
-        """add/sub of ramps and scalars, or a ramp times a constant, stays a Ramp."""
-        if not (isinstance(a, Ramp) or isinstance(b, Ramp)) or not t.is_integral():
-            return None
-        if any(not isinstance(v, Ramp) and isinstance(v.type, ir.VectorType) for v in (a, b)):
-            return None
-        flags = ("nsw",) if nsw else ()
-        lanes = a.lanes if isinstance(a, Ramp) else b.lanes
-        w = t.bits
-        ab, sa = (a.base, a.stride) if isinstance(a, Ramp) else (a, 0)
-        bb, sb = (b.base, b.stride) if isinstance(b, Ramp) else (b, 0)
-        if op == "add":
-            base, stride = self.b.add(ab, bb, flags=flags), sa + sb
-        elif op == "sub":
-            base, stride = self.b.sub(ab, bb, flags=flags), sa - sb
-        elif op == "mul" and (isinstance(bb, ir.Constant) and sb == 0
-                              or isinstance(ab, ir.Constant) and sa == 0):
-            c = bb.constant if sb == 0 else ab.constant
-            base = self.b.mul(ab, bb, flags=flags)
-            stride = (sa if sb == 0 else sb) * c
-        else:
-            return None
-        stride = _wrap(stride, w)
-        return base if stride == 0 else Ramp(base, stride, lanes)
 
     def binop_values(self, op, t: Type, a, b, nsw=False):
         """``a op b`` on two ir values of one type (scalars or vectors of W lanes)."""
@@ -357,7 +301,7 @@ class ExprEmitter:
 
     def _cast(self, e: E.Cast):
         v = self.emit(e.value)
-        if isinstance(v, Ramp):
+        if isinstance(v, (Ramp, Guarded)):
             v = self.vec(v)
         return self.convert(v, e.value.type, e.type)
 
@@ -425,10 +369,3 @@ class ExprEmitter:
 
 _INT32 = Type("int", 32)
 _PURE_OPS = ("add", "sub", "mul", "min", "max")
-
-
-def _wrap(v: int, bits: int) -> int:
-    m = 1 << bits
-    v &= m - 1
-    return v - m if v >= (m >> 1) else v
-

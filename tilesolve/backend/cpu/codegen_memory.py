@@ -9,6 +9,8 @@ Accesses in a vectorized loop, by the shape of the index (see ``codegen_expr.Ram
 ====================  =======================================================
 uniform index         one scalar load (broadcast later if needed); a store
                       writes the last lane's value (what the serial loop leaves)
+Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
+                      else a gather/scatter
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
 ramp, |stride| 2..4   (loads) one dense load spanning the lanes, then a shuffle
@@ -31,7 +33,8 @@ from llvmlite import ir
 
 from ...model import expr as E
 from ...model.types import Type
-from .codegen_expr import I8, I32, I64, Ramp, is_varying, mem_type
+from .codegen_expr import I8, I32, I64, mem_type
+from .codegen_lanes import Guarded, Ramp, is_varying
 
 STACK_LIMIT_BYTES = 64 * 1024
 ERR_ALLOC = 1
@@ -81,17 +84,34 @@ class MemoryEmitter:
     def emit_load(self, e):
         buf = self.buffer(e.buffer)
         idx = self.emit(e.index, index=True)
-        align = max(1, buf.type.bytes)
         b = self.b
         if not is_varying(idx):
-            return self._from_mem(b.load(self._addr(buf, idx), align=align), buf.type)
-        w = self.lanes
+            v = b.load(self._addr(buf, idx), align=max(1, buf.type.bytes))
+        elif isinstance(idx, Guarded):
+            with b.if_else(idx.cond, likely=True) as (fast, slow):
+                with fast:
+                    v_fast = self._load_lanes(buf, idx.fast)
+                    bb_fast = b.block
+                with slow:
+                    v_slow = self._load_lanes(buf, idx.slow)
+                    bb_slow = b.block
+            v = b.phi(v_fast.type)
+            v.add_incoming(v_fast, bb_fast)
+            v.add_incoming(v_slow, bb_slow)
+        else:
+            v = self._load_lanes(buf, idx)
+        return self._from_mem(v, buf.type)
+
+    def _load_lanes(self, buf: Buffer, idx):
+        """A W-lane load at a Ramp or a vector of indices."""
+        b, w = self.b, self.lanes
+        align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
-            v = b.load(self._vec_ptr(buf, idx.base, w), align=align)
-        elif isinstance(idx, Ramp) and idx.stride == -1:
+            return b.load(self._vec_ptr(buf, idx.base, w), align=align)
+        if isinstance(idx, Ramp) and idx.stride == -1:
             start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
-            v = self._reverse(b.load(self._vec_ptr(buf, start, w), align=align), w)
-        elif isinstance(idx, Ramp) and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
+            return self._reverse(b.load(self._vec_ptr(buf, start, w), align=align), w)
+        if isinstance(idx, Ramp) and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
             s = idx.stride
             span = (w - 1) * abs(s) + 1
             if s > 0:
@@ -100,11 +120,9 @@ class MemoryEmitter:
                 start = b.sub(idx.base, ir.Constant(idx.base.type, span - 1))
                 picks = [span - 1 + k * s for k in range(w)]
             wide = b.load(self._vec_ptr(buf, start, span), align=align)
-            v = b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
-                                 ir.Constant(ir.VectorType(I32, w), picks))
-        else:
-            v = self._gather(buf, self.vec(idx), align)
-        return self._from_mem(v, buf.type)
+            return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                    ir.Constant(ir.VectorType(I32, w), picks))
+        return self._gather(buf, self.vec(idx), align)
 
     def _gather(self, buf: Buffer, idx: ir.Value, align: int):
         b = self.b
@@ -129,6 +147,18 @@ class MemoryEmitter:
             b.store(self._to_mem(value, buf.type), self._addr(buf, idx), align=align)
             return
         v = self._to_mem(self.vec(value), buf.type)
+        if isinstance(idx, Guarded):
+            with b.if_else(idx.cond, likely=True) as (fast, slow):
+                with fast:
+                    self._store_lanes(buf, idx.fast, v)
+                with slow:
+                    self._store_lanes(buf, idx.slow, v)
+        else:
+            self._store_lanes(buf, idx, v)
+
+    def _store_lanes(self, buf: Buffer, idx, v) -> None:
+        b, w = self.b, self.lanes
+        align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
             b.store(v, self._vec_ptr(buf, idx.base, w), align=align)
         elif isinstance(idx, Ramp) and idx.stride == -1:

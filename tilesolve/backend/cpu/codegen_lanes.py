@@ -1,0 +1,154 @@
+"""Lane values of vectorized loops: ramps, guarded ramps and their arithmetic.
+
+Inside a vectorized loop of W lanes an integer value may be kept *symbolic*:
+
+* :class:`Ramp` ``base + stride * k`` (k = 0..W-1; scalar base, constant stride): the
+  loop variable and affine functions of it.  A Load/Store at a stride-1 ramp is one
+  dense vector access.
+* :class:`Guarded` ``(fast, cond, slow)``: the vector ``slow`` (already computed), which
+  equals the ramp ``fast`` whenever the scalar ``cond`` holds.  ``clamp(ramp, lo, hi)``
+  (what boundary conditions put in every index) is one: ``cond`` says that no lane is
+  clamped.  Accesses branch on ``cond`` at run time: a dense access in the common case
+  (the interior of the image), a gather only near the edges.  This is loop partitioning
+  done per access, so it works whatever shape of loop nest lowering produces.
+
+Everything else is a scalar ``ir.Value`` (uniform across lanes) or a W-lane vector.
+Arithmetic here is exact in wrapped integers: ``cond`` includes a check that the ramp
+does not wrap around inside the vector.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+I32 = ir.IntType(32)
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """The lanes ``base + stride * k`` for k in [0, lanes): an integer vector, lazily."""
+
+    base: ir.Value
+    stride: int
+    lanes: int
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """``slow`` (a vector), known to equal the ramp ``fast`` when ``cond`` (scalar i1)."""
+
+    fast: Ramp
+    cond: ir.Value
+    slow: ir.Value
+
+
+def is_varying(v) -> bool:
+    return isinstance(v, (Ramp, Guarded)) or isinstance(v.type, ir.VectorType)
+
+
+def is_vector_value(v) -> bool:
+    return not isinstance(v, (Ramp, Guarded)) and isinstance(v.type, ir.VectorType)
+
+
+def wrap(v: int, bits: int) -> int:
+    m = 1 << bits
+    v &= m - 1
+    return v - m if v >= (m >> 1) else v
+
+
+class LaneEmitter:
+    """Mixin: materialize lane values and do arithmetic that keeps them symbolic."""
+
+    def vec(self, v) -> ir.Value:
+        """``v`` as a W-lane vector (broadcast a scalar, expand a ramp)."""
+        b = self.b
+        if isinstance(v, Guarded):
+            return v.slow
+        if isinstance(v, Ramp):
+            vt = ir.VectorType(v.base.type, v.lanes)
+            w = v.base.type.width
+            offs = [ir.Constant(v.base.type, wrap(v.stride * k, w)) for k in range(v.lanes)]
+            return b.add(self.vec(v.base), ir.Constant(vt, offs))
+        if isinstance(v.type, ir.VectorType):
+            return v
+        vt = ir.VectorType(v.type, self.lanes)
+        if isinstance(v, ir.Constant):
+            return ir.Constant(vt, [v] * self.lanes)
+        one = b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(I32, 0))
+        return b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, self.lanes), [0] * self.lanes))
+
+    def ramp_range(self, r: Ramp):
+        """(smallest lane, largest lane, no-wrap condition) of a ramp, as scalars."""
+        b = self.b
+        last = b.add(r.base, ir.Constant(r.base.type, wrap(r.stride * (r.lanes - 1),
+                                                             r.base.type.width)))
+        if r.stride > 0:
+            return r.base, last, b.icmp_signed(">=", last, r.base)
+        return last, r.base, b.icmp_signed("<=", last, r.base)
+
+    def lane_arith(self, op, t, a, b, nsw):
+        """``a op b`` kept as a Ramp or Guarded when possible, else None."""
+        if not t.is_integral() or not (isinstance(a, (Ramp, Guarded))
+                                       or isinstance(b, (Ramp, Guarded))):
+            return None
+        if is_vector_value(a) or is_vector_value(b):
+            return None
+        if op in ("min", "max"):
+            return self._guarded_minmax(op, t, a, b)
+        if isinstance(a, Guarded) or isinstance(b, Guarded):
+            return self._guarded_arith(op, t, a, b, nsw)
+        return self._ramp_arith(op, t, a, b, nsw)
+
+    def _ramp_arith(self, op, t, a, b, nsw):
+        flags = ("nsw",) if nsw else ()
+        lanes = a.lanes if isinstance(a, Ramp) else b.lanes
+        ab, sa = (a.base, a.stride) if isinstance(a, Ramp) else (a, 0)
+        bb, sb = (b.base, b.stride) if isinstance(b, Ramp) else (b, 0)
+        if op == "add":
+            base, stride = self.b.add(ab, bb, flags=flags), sa + sb
+        elif op == "sub":
+            base, stride = self.b.sub(ab, bb, flags=flags), sa - sb
+        elif op == "mul" and (isinstance(bb, ir.Constant) and sb == 0
+                              or isinstance(ab, ir.Constant) and sa == 0):
+            c = bb.constant if sb == 0 else ab.constant
+            base = self.b.mul(ab, bb, flags=flags)
+            stride = (sa if sb == 0 else sb) * c
+        else:
+            return None
+        stride = wrap(stride, t.bits)
+        return base if stride == 0 else Ramp(base, stride, lanes)
+
+    def _guarded_arith(self, op, t, a, b, nsw):
+        fa = a.fast if isinstance(a, Guarded) else a
+        fb = b.fast if isinstance(b, Guarded) else b
+        fast = self._ramp_arith(op, t, fa, fb, nsw)
+        if not isinstance(fast, Ramp):
+            return None
+        conds = [v.cond for v in (a, b) if isinstance(v, Guarded)]
+        cond = conds[0] if len(conds) == 1 else self.b.and_(*conds)
+        slow = self.binop_values(op, t, self.vec(a), self.vec(b), False)
+        return Guarded(fast, cond, slow)
+
+    def _guarded_minmax(self, op, t, a, b):
+        """min/max of a (guarded) ramp and a uniform bound: the ramp itself whenever no
+        lane reaches the bound."""
+        if isinstance(a, (Ramp, Guarded)) and not is_varying(b):
+            r, bound = a, b
+        elif isinstance(b, (Ramp, Guarded)) and not is_varying(a):
+            r, bound = b, a
+        else:
+            return None
+        if not t.is_int():
+            return None
+        fast = r.fast if isinstance(r, Guarded) else r
+        lo, hi, nowrap = self.ramp_range(fast)
+        bld = self.b
+        # min(r, bound) == r  iff every lane <= bound; max(r, bound) == r iff every lane >= bound
+        ok = bld.icmp_signed("<=", hi, bound) if op == "min" else bld.icmp_signed(">=", lo, bound)
+        cond = bld.and_(ok, nowrap)
+        if isinstance(r, Guarded):
+            cond = bld.and_(r.cond, cond)
+        slow = self.binop_values(op, t, self.vec(a), self.vec(b), False)
+        return Guarded(fast, cond, slow)
