@@ -56,15 +56,6 @@ FUNC_COUNTS = {"blur": 2, "unsharp": 8, "harris": 12, "camera_pipe": 35,
                "stencil_chain": 34, "lens_blur": 71}
 
 
-@pytest.fixture(autouse=True)
-def _temporary_regions(monkeypatch):
-    # TEMPORARY, as in test_reference: until analysis.intervals.required_regions lands.
-    import tilesolve.analysis.intervals as iv
-    if not hasattr(iv, "required_regions"):
-        from _tmp_regions import regions
-        monkeypatch.setattr(iv, "required_regions", regions, raising=False)
-
-
 def _params(app, extra):
     p = dict(getattr(app, "SMALL_BUILD", {}))
     p.update(extra)
