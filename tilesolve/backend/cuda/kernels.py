@@ -73,15 +73,17 @@ class _Facts:
 class _Printer(ExprPrinter):
     """An ExprPrinter that records the scalar names and buffers it prints."""
 
-    def __init__(self, names, used: set, reads: set):
+    def __init__(self, names, used: set, reads: set, bound: set):
         super().__init__(names)
-        self.used, self.reads = used, reads
+        self.used, self.reads, self.bound = used, reads, bound
 
     def expr(self, e):
         if isinstance(e, (E.Var, E.Param)):
             self.used.add(e.name)
         elif isinstance(e, Load):
             self.reads.add(e.buffer)
+        elif isinstance(e, E.Let):
+            self.bound.add(e.name)
         return super().expr(e)
 
 
@@ -97,7 +99,7 @@ class KernelBuilder:
         self.name, self.root, self.names = name, root, namer
         self.host_scalars, self.host_buffers, self.funcs = host_scalars, host_buffers, funcs
         self.used, self.reads, self.writes, self.bound_names = set(), set(), set(), set()
-        self.pr = _Printer(namer, self.used, self.reads)
+        self.pr = _Printer(namer, self.used, self.reads, self.bound_names)
         self.lines: list[str] = []
         self.depth = 1
         self.shared_bytes = 0
@@ -161,8 +163,8 @@ class KernelBuilder:
                 raise LoweringError(f"kernel {self.name}: gpu_block loops {b.name} and {other.name} "
                                     "are not nested in one another; the block loops of one kernel "
                                     "must form a single nest")
-            if i + 1 < len(blocks):
-                self._check_between(b, b.body, blocks[i + 1])
+        for b, inner in zip(blocks, blocks[1:]):
+            self._check_between(b, b.body, inner)
         for t in walk_stmts(self.root):
             if isinstance(t, For) and t.kind == "gpu_thread":
                 for n in walk_stmts(t.body):
