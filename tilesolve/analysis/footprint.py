@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analysis.intervals import Interval, boxes_required
+from ..analysis.intervals import Interval
+from .fastbounds import _pair, calls_boxes
 from ..model import expr as E
 
 
@@ -66,31 +67,47 @@ def rdom_scope(problem, d) -> dict:
 
 def _reads(problem, name, region, defs) -> tuple[dict, int]:
     """Boxes each callee is read over when computing ``name`` over ``region``;
-    also the number of update-domain points."""
+    also the number of update-domain points.  Memoized on the problem: a
+    member's reads depend only on its own region, so growing a group by one
+    producer re-analyses only the new member."""
+    cache = problem.__dict__.setdefault("_reads_cache", {})
+    key = (name, region)
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = _reads_uncached(problem, name, region, defs)
+    return hit
+
+
+def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
     f = problem.func(name)
-    pure_scope = dict(problem.base_scope)
-    pure_scope.update({v.name: Interval(lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
+    base = problem.__dict__.get("_fast_base")
+    if base is None:
+        base = {k: _pair(iv) for k, iv in problem.base_scope.items()}
+        problem.__dict__["_fast_base"] = base
+    pure_scope = dict(base)
+    pure_scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
     need: dict = {}
     upd_points = 0
     for k, d in enumerate(defs):
-        scope = dict(pure_scope)
+        scope = pure_scope
         if k > 0:
-            rs = rdom_scope(problem, d)
+            rs = {n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()}
+            scope = dict(pure_scope)
             scope.update(rs)
             pts = 1
-            for iv in rs.values():
-                pts *= iv.hi - iv.lo + 1
+            for lo, hi in rs.values():
+                pts *= hi - lo + 1
             for a in d.args:
                 if isinstance(a, E.Var):
-                    iv = pure_scope[a.name]
-                    pts *= iv.hi - iv.lo + 1
+                    lo, hi = pure_scope[a.name]
+                    pts *= hi - lo + 1
             upd_points += pts
-        for e in (d.value,) + tuple(d.args):
-            for callee, box in boxes_required(e, scope, func_bounds=problem.value_bounds).items():
-                if callee == name:
-                    continue
-                b = tuple((int(_num(iv.lo, -2**31)), int(_num(iv.hi, 2**31 - 1))) for iv in box)
-                need[callee] = _union(need.get(callee), b)
+        boxes = calls_boxes((d.value,) + tuple(d.args), scope, problem.fast_value_bounds)
+        for callee, box in boxes.items():
+            if callee == name:
+                continue
+            b = tuple((int(max(lo, -2**31)), int(min(hi, 2**31 - 1))) for lo, hi in box)
+            need[callee] = _union(need.get(callee), b)
     return need, upd_points
 
 

@@ -173,23 +173,28 @@ class RVar(Expr):
 
 
 class Param(Expr):
-    """A scalar parameter given at realize() time: ``Param(ts.float32, "k", 1.0)``."""
+    """A scalar parameter given at realize() time: ``Param(ts.float32, "k", 1.0)``.
+
+    The default is part of the node's identity: two Params with the same name
+    and different defaults are different nodes (a Pipeline rejects using both).
+    """
 
     __slots__ = ("type", "name", "default")
-    _fields = ("type", "name")
+    _fields = ("type", "name", "default")
 
     def __new__(cls, type: Type, name: str, default=None):
         if not isinstance(type, Type):
             raise PipelineError(f"Param {name!r}: first argument must be a ts type, got {type!r}")
-        node = Expr.__new__(cls, type, name)
+        if not isinstance(name, str) or not name.isidentifier():
+            raise PipelineError(f"Param name must be an identifier, got {name!r}")
         if default is not None:
-            object.__setattr__(node, "default", default)
-        elif not hasattr(node, "default"):
-            object.__setattr__(node, "default", None)
-        return node
-
-    def __reduce__(self):
-        return (Param, (self.type, self.name, self.default))
+            if isinstance(default, bool) or not isinstance(default, (int, float)):
+                if hasattr(default, "item"):
+                    default = default.item()
+                else:
+                    raise PipelineError(f"Param {name}: default must be a number, got {default!r}")
+            default = float(default) if type.is_float() else int(default)
+        return Expr.__new__(cls, type, name, default)
 
 
 class BufferExtent(Expr):

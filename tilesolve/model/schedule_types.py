@@ -212,17 +212,18 @@ def implicit_inner_name(method: str, var: str, taken) -> str:
 def resolve_tail(tail: str, *, is_update: bool, is_rvar: bool, is_output: bool) -> str:
     """The concrete tail strategy for ``"auto"`` (others are returned as is).
 
-    As Halide: RVars guard with if (recomputing or rounding up a reduction
-    point changes the result); pure stages shift inward; pure Vars of updates
-    round up, except for outputs, whose buffer cannot grow: guard with if.
+    RVars guard with if (recomputing or rounding up a reduction point changes
+    the result); pure stages shift inward.  Pure Vars of updates guard with if
+    too: Halide rounds them up, but that computes points past the Func's
+    region, whose inputs may lie outside the arrays given (a RealizeError
+    for an input exactly as large as the algorithm needs).  ``round_up``
+    stays available by name.
     """
     if tail != "auto":
         return tail
-    if is_rvar:
+    if is_rvar or is_update:
         return "guard_with_if"
-    if not is_update:
-        return "shift_inward"
-    return "guard_with_if" if is_output else "round_up"
+    return "shift_inward"
 
 
 @dataclass(frozen=True, slots=True)

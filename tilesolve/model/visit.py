@@ -11,8 +11,6 @@ def rebuild(e: E.Expr, fields: tuple) -> E.Expr:
     old = tuple(getattr(e, f) for f in e._fields)
     if all(a is b for a, b in zip(old, fields)):
         return e
-    if isinstance(e, E.Param):
-        return e
     return type(e)(*fields)
 
 

@@ -83,6 +83,10 @@ class Problem:
                  for img in self.pipeline.images if img in self.regions}
         return func_value_bounds(self.pipeline, params=params, input_sizes=sizes)
 
+    @cached_property
+    def fast_value_bounds(self) -> dict:
+        return self.value_bounds
+
     # -- per-Func facts ------------------------------------------------------------
     def func(self, name: str) -> Func:
         return self.pipeline.funcs[name]
@@ -151,6 +155,30 @@ class Problem:
                 if c in out:
                     out[c].add(n)
         return {n: frozenset(v) for n, v in out.items()}
+
+    @cached_property
+    def read_by_updates(self) -> frozenset:
+        """Funcs some update definition reads (after inlining).  An update stage
+        runs outside its Func's pure loop nest, so such a Func cannot be
+        computed per tile of that consumer: it may not join a group."""
+        out = set()
+        for n, defs in self.definitions.items():
+            for d in defs[1:]:
+                for e in (d.value,) + tuple(d.args):
+                    for c in walk(e):
+                        if isinstance(c, E.Call) and c.target.name != n:
+                            out.add(c.target.name)
+                if d.rdom is not None:
+                    for e in d.rdom.mins + d.rdom.extents + d.rdom.predicates:
+                        for c in walk(self.inline_expr(e)):
+                            if isinstance(c, E.Call):
+                                out.add(c.target.name)
+        return frozenset(out)
+
+    def can_join_group(self, name: str) -> bool:
+        """May ``name`` be computed per tile of a consumer (not an output, not
+        read by an update)?"""
+        return not self.is_output(name) and name not in self.read_by_updates
 
     def is_output(self, name: str) -> bool:
         return self.pipeline.is_output(name)

@@ -46,7 +46,7 @@ def _merge_candidates(problem, groups: dict):
     owner = {m: g for g in groups.values() for m in g.members}
     for p in sorted(groups):
         pg = groups[p]
-        if problem.is_output(p):
+        if not problem.can_join_group(p):
             continue
         cons = problem.consumers[p]
         if not cons:
