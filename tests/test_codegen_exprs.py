@@ -181,3 +181,40 @@ def test_int_min_divided_by_minus_one_does_not_trap():
     div = outs[names.index("div")]
     mod = outs[names.index("mod")]
     assert list(div[:2]) == [-128, 0] and list(mod[:2]) == [0, 0]
+
+
+@functools.lru_cache(maxsize=None)
+def _div_kernel(divisors: tuple):
+    xo, xi, x = E.Var("d.xo"), E.Var("d.xi"), E.Var("d.x")
+    a = L.load("A", x, T.float32)
+    args = [L.Argument("A", "buffer", T.float32, 1)]
+    stores = []
+    for k, c in enumerate(divisors):
+        args.append(L.Argument(f"O{k}", "buffer", T.float32, 1, True))
+        stores.append(L.Store(f"O{k}", x, a / E.Const(T.float32, c)))
+    body = L.For("d.xo", E.Const(T.int32, 0), E.Var("A.extent.0") / 16, "serial", L.For(
+        "d.xi", E.Const(T.int32, 0), E.Const(T.int32, 16), "vectorized",
+        L.LetStmt("d.x", xo * 16 + xi, L.Block.make(stores))))
+    gen = generate(L.LoweredPipeline("fdiv", tuple(args), body))
+    return NativeKernel(gen)
+
+
+@given(seed=st.integers(0, 2 ** 32 - 1))
+def test_float32_division_by_odd_integer_constants_is_exact(seed):
+    """x / c for odd integer constants is computed with a double multiply (no divide);
+    it must round exactly like float32 division for every bit pattern, subnormals too."""
+    divisors = (3.0, -3.0, 5.0, 7.0, 9.0, 255.0, 12345.0, 16777215.0, 6.0, 0.1, 2.0)
+    kern = _div_kernel(divisors)
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2 ** 32, 4096, dtype=np.uint64).astype(np.uint32)
+    tiny = rng.random(4096) < 0.3                     # subnormals and the smallest normals
+    bits[tiny] = rng.integers(0, 2 ** 24, tiny.sum()) | (rng.integers(0, 2, tiny.sum()) << 31)
+    a = bits.view(np.float32)
+    a[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.4e-45, -1.4e-45, 3.4e38]
+    outs = [np.zeros_like(a) for _ in divisors]
+    assert kern([a] + outs) == 0
+    with np.errstate(all="ignore"):
+        for c, o in zip(divisors, outs):
+            want = a / np.float32(c)
+            same = (o.view(np.uint32) == want.view(np.uint32)) | (np.isnan(o) & np.isnan(want))
+            assert same.all(), (c, a[~same][:3], o[~same][:3], want[~same][:3])

@@ -110,7 +110,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
         arg.name = pname
         if pname in buf_names:
             arg.add_attribute("noalias")
-            buffers[pname] = Buffer(arg, buf_names[pname].type)
+            buffers[pname] = Buffer(arg, buf_names[pname].type, buf_names[pname].is_output)
         elif pname != "num_threads":
             env[pname] = arg
     for a in bufs:
@@ -311,17 +311,22 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         captured = [self.env[n] for n in env_names] + [self.buffers[n].ptr for n in buf_names]
         captured += [mn, self.err_ptr]
         noalias = [False] * len(env_names) + [True] * len(buf_names) + [False, False]
-        buf_types = {n: self.buffers[n].type for n in buf_names}
+        buf_info = {n: self.buffers[n] for n in buf_names}
         module, notes = self.module, self.notes
 
         def body(bld, i, caps):
             env = dict(zip(env_names, caps))
-            bufs = {n: Buffer(p, buf_types[n]) for n, p in zip(buf_names, caps[len(env_names):])}
+            bufs = {n: Buffer(p, buf_info[n].type, buf_info[n].is_output)
+                    for n, p in zip(buf_names, caps[len(env_names):])}
             cmin, err = caps[-2], caps[-1]
             sub = FnEmitter(module, bld.function, bld, env, bufs, err, None, notes,
                             in_parallel=True)
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             sub._scoped(s.name, var, lambda: sub.emit_stmt(s.body))
 
+        base, k = f"{s.name}.par", 0
+        while f"{base}.body" in module.globals:       # one outlined body per loop copy
+            k += 1
+            base = f"{s.name}.par{k}"
         emit_parallel_for(self.b, module, ext, body, captured, self.num_threads,
-                          name=f"{s.name}.par", noalias=noalias)
+                          name=base, noalias=noalias)

@@ -167,6 +167,8 @@ class ExprEmitter(LaneEmitter):
         if op in ("div", "mod") and isinstance(e.b, E.Const) and t.is_integral():
             a = self.vec(a) if isinstance(a, (Ramp, Guarded)) else a
             return self._divmod_const(op, t, a, e.b.value)
+        if op == "div" and t.is_float() and t.bits == 32 and _exact_via_double(e.b):
+            return self._div_by_odd_integer(self.emit(e.a), e.b.value)
         b = self.emit(e.b, spine)
         nsw = spine and t == _INT32 and self.pure_index(e)
         lane = self.lane_arith(op, t, a, b, nsw) if op in _PURE_OPS else None
@@ -223,6 +225,23 @@ class ExprEmitter(LaneEmitter):
                 cmp = bld.icmp_signed if t.is_int() else bld.icmp_unsigned
                 return bld.select(cmp("<" if op == "min" else ">", a, b), a, b)
         raise LoweringError(f"codegen: operator {op} on {t}")
+
+    def _div_by_odd_integer(self, a, c: float):
+        """float32 ``a / c`` for an odd integer ``c`` (3 <= |c| < 2**24), exactly.
+
+        ``RN32(RN64(a * RN64(1/c)))`` equals ``RN32(a / c)`` for every float32 ``a``: the
+        double product is within 2**-52 (relative) of ``a / c``, and ``a / c`` is never
+        that close to a float32 rounding midpoint without being equal to it -- which it
+        cannot be either, because ``c`` is odd (clearing the denominators gives an integer
+        smaller than 1 that must be 0).  Subnormal results obey the same argument with
+        absolute spacing 2**-150; inf, NaN and signed zeros pass through the multiply.
+        It replaces a divide (the bottleneck of, e.g., a box blur) with a multiply."""
+        if isinstance(a, (Ramp, Guarded)):
+            a = self.vec(a)
+        bld = self.b
+        dty = F64 if not isinstance(a.type, ir.VectorType) else ir.VectorType(F64, a.type.count)
+        wide = bld.fmul(bld.fpext(a, dty), self.const(dty, 1.0 / c))
+        return bld.fptrunc(wide, a.type)
 
     def _int_div(self, t, a, b):
         bld, ty = self.b, a.type
@@ -368,4 +387,12 @@ class ExprEmitter(LaneEmitter):
 
 
 _INT32 = Type("int", 32)
+
+
+def _exact_via_double(b) -> bool:
+    """``b`` is a constant odd integer with 3 <= |b| < 2**24 (see _div_by_odd_integer)."""
+    if not isinstance(b, E.Const) or not b.type.is_float():
+        return False
+    v = b.value
+    return v == int(v) and 3 <= abs(v) < 2 ** 24 and int(v) % 2 == 1
 _PURE_OPS = ("add", "sub", "mul", "min", "max")

@@ -47,6 +47,7 @@ class Buffer:
 
     ptr: ir.Value
     type: Type
+    is_output: bool = False
 
 
 class MemoryEmitter:

@@ -16,7 +16,8 @@ input, dimension, region needed and shape given) and never crash the process:
   arrays must have the exact shape and dtype, be C-contiguous, writeable and not overlap
   each other; every flat index must fit in int32.
 
-A call keeps no state in the object, so several Python threads may realize the same
+A call keeps no state in the object (apart from a memo of the regions read for given
+argument shapes, filled atomically), so several Python threads may realize the same
 CompiledPipeline at once (ctypes releases the GIL while native code runs).
 """
 from __future__ import annotations
@@ -51,6 +52,7 @@ class CompiledPipeline:
         self.compile_seconds = compile_seconds
         self.cache_hit = kernel.jit.cache_hit
         self.notes = tuple(lowered.notes) + tuple(generated.notes)
+        self._region_memo = {}     # argument shapes -> regions read (a cache, no call state)
 
     # -- inspection --------------------------------------------------------------------
     def llvm_ir(self) -> str:
@@ -148,17 +150,31 @@ class CompiledPipeline:
         env = dict(params)
         for name, arr in arrays.items():
             for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
-                env[f"{name}.extent.{d}"] = np.int32(ext)
-                env[f"{name}.stride.{d}"] = np.int32(st // arr.itemsize)
-        for name, dims in regions:
-            arr = images.get(name)
-            if arr is None:
-                continue
-            needed = []
-            for lo_e, ext_e in dims:
-                lo, ext = int(eval_scalar(lo_e, env)), int(eval_scalar(ext_e, env))
-                needed.append((lo, lo + ext - 1) if ext > 0 else None)
-            _check_input(name, arr, needed)
+                env[f"{name}.extent.{d}"] = ext
+                env[f"{name}.stride.{d}"] = st // arr.itemsize
+        key = tuple(sorted(env.items()))
+        needed = self._region_memo.get(key)
+        if needed is None:
+            # evaluating the region Exprs costs far more than a small realize: memoize
+            env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                   for k, v in env.items()}
+            needed = {}
+            for name, dims in regions:
+                rs = []
+                for lo_e, ext_e in dims:
+                    lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
+                    rs.append((lo, lo + ext - 1) if ext > 0 else None)
+                needed[name] = rs
+            if len(self._region_memo) > 256:
+                self._region_memo.clear()
+            self._region_memo[key] = needed
+        for name, rs in needed.items():
+            if name in images:
+                _check_input(name, images[name], rs)
+
+
+def _eval_int(e, env) -> int:
+    return int(e) if isinstance(e, (int, np.integer)) else int(eval_scalar(e, env))
 
 
 def _check_input(name: str, arr: np.ndarray, needed) -> None:
