@@ -123,13 +123,91 @@ def _calls_of(exprs) -> list:
     return calls
 
 
+def _linear(a):
+    """(var name, k, c) when ``a`` is ``k*v + c`` with int constants, else None."""
+    if isinstance(a, (E.Var, E.RVar)):
+        return (a.name, 1, 0)
+    if isinstance(a, E.Const) and a.type.is_integral():
+        return (None, 0, int(a.value))
+    if isinstance(a, E.BinOp) and a.type.is_integral():
+        if a.op in ("add", "sub") and isinstance(a.b, E.Const):
+            inner = _linear(a.a)
+            if inner is not None:
+                c = int(a.b.value)
+                return (inner[0], inner[1], inner[2] + (c if a.op == "add" else -c))
+        if a.op == "add" and isinstance(a.a, E.Const):
+            inner = _linear(a.b)
+            if inner is not None:
+                return (inner[0], inner[1], inner[2] + int(a.a.value))
+        if a.op == "mul" and isinstance(a.b, E.Const):
+            inner = _linear(a.a)
+            if inner is not None and inner[0] is not None:
+                k = int(a.b.value)
+                return (inner[0], inner[1] * k, inner[2] * k)
+    return None
+
+
+_SUMMARY: dict = {}
+
+
+def _summary(exprs):
+    """Per callee: a list of per-dim affine summaries (var, k, cmin, cmax) when
+    every call to it is affine with one (var, k) per dim; else the calls."""
+    key = tuple(id(e) for e in exprs)
+    hit = _SUMMARY.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], exprs)):
+        return hit[1]
+    per: dict = {}
+    for c in _calls_of(exprs):
+        per.setdefault(c.target.name, []).append(c)
+    out = {}
+    for name, calls in per.items():
+        dims = None
+        ok = True
+        for c in calls:
+            lins = [_linear(a) for a in c.args]
+            if any(lv is None for lv in lins):
+                ok = False
+                break
+            if dims is None:
+                dims = [[lv[0], lv[1], lv[2], lv[2]] for lv in lins]
+                continue
+            for d, lv in zip(dims, lins):
+                if lv[0] != d[0] or lv[1] != d[1]:
+                    ok = False
+                    break
+                d[2], d[3] = min(d[2], lv[2]), max(d[3], lv[2])
+            if not ok:
+                break
+        out[name] = ("affine", [tuple(d) for d in dims]) if ok else ("general", calls)
+    _SUMMARY[key] = (tuple(exprs), out)
+    return out
+
+
 def calls_boxes(exprs, scope: dict, value_bounds: dict | None = None) -> dict:
     """callee name -> ((lo, hi), ...) over every call in ``exprs``."""
-    b = FastBounder(scope, value_bounds)
+    exprs = tuple(exprs)
     out: dict = {}
-    for e in _calls_of(tuple(exprs)):
-        box = tuple(b.bounds(a) for a in e.args)
-        old = out.get(e.target.name)
-        out[e.target.name] = box if old is None else tuple(
-            (min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(old, box))
+    b = None
+    for name, (kind, data) in _summary(exprs).items():
+        if kind == "affine":
+            box = []
+            for var, k, cmin, cmax in data:
+                if var is None:
+                    box.append((cmin, cmax))
+                    continue
+                lo, hi = scope.get(var, (-INF, INF))
+                if k < 0:
+                    lo, hi = hi, lo
+                box.append((k * lo + cmin if lo not in (INF, -INF) else lo,
+                            k * hi + cmax if hi not in (INF, -INF) else hi))
+            out[name] = tuple(box)
+            continue
+        if b is None:
+            b = FastBounder(scope, value_bounds)
+        for c in data:
+            box = tuple(b.bounds(a) for a in c.args)
+            old = out.get(name)
+            out[name] = box if old is None else tuple(
+                (min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(old, box))
     return out

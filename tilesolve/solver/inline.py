@@ -69,25 +69,27 @@ def _injective(args) -> bool:
     return len({id(v) for v in vs}) == len(vs)
 
 
-def _call_sites(pipeline: Pipeline, name: str):
-    """(consumer, definition index, call) for every call to ``name``."""
+def _all_call_sites(pipeline: Pipeline) -> dict:
+    """callee name -> [(consumer, definition index, call, in an update site)]."""
+    out: dict = {}
     for cname, c in pipeline.funcs.items():
-        if cname == name:
-            continue
         for i, d in enumerate(c.definitions()):
             for e in (d.value,) + tuple(d.args):
+                is_site = e is not d.value
                 for n in walk(e):
-                    if isinstance(n, E.Call) and n.target.name == name:
-                        yield cname, i, n, e is not d.value
+                    if isinstance(n, E.Call) and n.target.name != cname:
+                        out.setdefault(n.target.name, []).append((cname, i, n, is_site))
+    return out
 
 
 def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
     inlined = set()
+    all_sites = _all_call_sites(pipeline)
     for name in pipeline.order():
         f: Func = pipeline.funcs[name]
         if pipeline.is_output(name) or f.updates:
             continue
-        sites = list(_call_sites(pipeline, name))
+        sites = all_sites.get(name, [])
         if not sites:
             continue
         if any(is_site for _, _, _, is_site in sites):
