@@ -142,6 +142,35 @@ def _func_summary(s, name) -> list:
     return out
 
 
+def _group_lines(i: int, g) -> list:
+    """A solver's group record (see solver.schedule_gen) in words."""
+    if not isinstance(g, dict) or "output" not in g:
+        return [f"  group {i}: {g}"]
+    prods = [m for m in g.get("members", []) if m != g["output"]]
+    tiling = g.get("tiling") or []
+    tl = "untiled" if all(t is None for t in tiling) else "x".join(
+        "*" if t is None else str(t) for t in tiling)
+    c = g.get("cost") or {}
+    head = f"  group {i}: {g['output']}" + (f" <- {', '.join(prods)}" if prods else "")
+    out = [head + f"   tile {tl}, {c.get('n_tiles', '?')} tiles"]
+    if c:
+        line = (f"    cost {_num(c.get('total', 0))} = arithmetic {_num(c.get('arith', 0))}"
+                f" (recompute x{c.get('recompute', 1.0):.3f}) + loads {_num(c.get('loads', 0))}"
+                f" + stores {_num(c.get('stores', 0))}")
+        if c.get("overhead"):
+            line += f" + launch {_num(c['overhead'])}"
+        out.append(line)
+        gpu = c.get("gpu")
+        if gpu:
+            block = "x".join(str(b) for b in gpu.get("block", []))
+            out.append(f"    gpu: {gpu.get('threads')} threads per block ({block}), shared "
+                       f"{gpu.get('shared_bytes')} B, occupancy {gpu.get('occupancy', 0):.2f}, "
+                       f"{gpu.get('blocks_per_sm')} blocks/SM, {gpu.get('active_sms')} SMs busy")
+        else:
+            out.append(f"    footprint per tile {c.get('footprint_bytes', 0)} B")
+    return out
+
+
 def explain(s) -> str:
     """Provenance (every key), then what each Func does, producers first."""
     p = s.provenance
@@ -152,8 +181,11 @@ def explain(s) -> str:
             if k == "groups":
                 continue
             lines.append(f"  {k}: {_num(p[k]) if not isinstance(p[k], (dict, list)) else p[k]}")
-        for i, g in enumerate(p.get("groups") or []):
-            lines.append(f"  group {i}: {g}")
+        groups = p.get("groups") or []
+        if groups:
+            lines.append("Groups (one loop nest each; producers computed per tile of the output):")
+        for i, g in enumerate(groups):
+            lines.extend(_group_lines(i, g))
     else:
         lines.append("Written by hand (no provenance).")
     lines.append(f"Target: {s.target}")
