@@ -5,6 +5,8 @@ Methods (all share ``Problem`` preprocessing and ``CostModel``):
 * ``"greedy"``: Mullapudi 2016's agglomerative grouping with joint tiling;
 * ``"ilp"``: the exact partition + tiling model (CP-SAT; ``solver="pulp"``
   for CBC), warm-started with greedy, under ``time_limit``;
+* ``"beam"``: beam search over groupings (Adams 2019 / Anderson 2021), never
+  worse than greedy, under ``time_limit``;
 * ``"auto"``: the best available: ``"ilp"`` when OR-tools imports, else greedy.
 
 The returned Schedule's ``provenance`` records the method, predicted cost,
@@ -20,11 +22,11 @@ from .cost import CostModel
 from .problem import Problem
 from .schedule_gen import schedule_from_columns
 
-METHODS = ("auto", "greedy", "ilp")
+METHODS = ("auto", "greedy", "ilp", "beam")
 
 
 def available_methods() -> list[str]:
-    out = ["greedy"]
+    out = ["greedy", "beam"]
     try:
         from . import ilp  # noqa: F401
         import ortools  # noqa: F401
@@ -60,6 +62,9 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
         prov = {"method": "greedy", "predicted_cost": res.total, "merges": res.merges,
                 "columns_evaluated": res.evaluations}
         columns = res.columns
+    elif method == "beam":
+        from .beam import solve_beam
+        columns, prov = solve_beam(model, time_limit=time_limit, seed=seed, **options)
     else:
         from .ilp import solve_ilp
         columns, prov = solve_ilp(model, time_limit=time_limit, seed=seed, **options)

@@ -1,0 +1,134 @@
+"""``solve_beam``: greedy, then beam passes from coarse to fine, then the best.
+
+1. Greedy (Mullapudi 2016) runs first, on the same CostModel: it costs
+   every singleton on the full tiling menu (memoized for the search) and
+   gives the incumbent answer.
+2. Pass 1 (coarse): beam search over groupings, groups ranked by
+   ``TilingSearch.quick`` with a depth-0 structural hash (few samples), and
+   greedy's decisions pinned in the beam.
+3. The ``fine_top`` best final states are re-costed exactly: each group's
+   best tiling over the full menu (the fine pass over tilings).
+4. Passes 2.. (``passes``): Anderson's freezing — the decisions of every Func
+   outside the most expensive groups of the best answer so far (the
+   ``ceil(log2(groups)) + 1`` costliest, plus their direct producers) are
+   frozen, and the rest is searched again with a finer hash (depth = pass
+   index - 1), so more tilings are sampled where the cost is.
+5. ``restarts`` more coarse passes with seeds ``seed + 1, ...`` (different
+   samples; off by default).
+6. The best exact answer is returned, or greedy's if that is cheaper
+   (never worse than greedy in model cost); provenance says which.
+
+A time limit bounds the search: a pass past the deadline completes its
+states cheaply and no further pass starts; greedy itself is not limited.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from ...errors import SolverError
+from ..greedy import greedy_groups
+from ..space import Tiling
+from .search import PassStats, beam_pass
+from .state import Space
+from .tiling_search import TilingSearch
+
+MENUS = ("quick", "full")
+
+
+def _columns(space: Space, search: TilingSearch, state) -> list:
+    """Exact columns of a complete state: (Group, best Tiling, Cost) per group,
+    in the pipeline order of the group outputs."""
+    cols = []
+    for g in sorted(state.groups, key=lambda g: space.index[g.output]):
+        best = search.full(g)
+        if best is None:           # a singleton no tiling makes feasible: greedy's fallback
+            t = Tiling.untiled(len(space.problem.regions[g.output]))
+            best = (t, search.model.cost(g, t))
+        cols.append((g, best[0], best[1]))
+    return cols
+
+
+def _score(columns) -> tuple:
+    bad = sum(1 for _, _, c in columns if not math.isfinite(c.total))
+    return (bad, sum(c.total for _, _, c in columns if math.isfinite(c.total)))
+
+
+def _frozen(space: Space, columns) -> dict:
+    """Decisions to freeze: all but those of the costliest groups' Funcs and
+    of their direct producers."""
+    ranked = sorted(columns, key=lambda c: (-c[2].total, c[0].output))
+    k = math.ceil(math.log2(len(ranked) + 1)) + 1
+    free = set()
+    for g, _, _ in ranked[:k]:
+        free |= g.members
+        for m in g.members:
+            free |= set(space.producers[m])
+    decisions = space.decisions_of(columns)
+    return {f: d for f, d in zip(space.order, decisions) if f not in free}
+
+
+def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int = 32,
+               passes: int = 2, restarts: int = 0, menu: str = "quick", climb: int = 3,
+               fine_top: int = 4, pin_greedy: bool = True, **unknown):
+    """Beam search for a grouping and tilings; returns ``(columns, provenance)``
+    like ``solve_ilp``.  Options: ``beam_width`` (states kept per step),
+    ``passes`` (1 = coarse pass only; each further pass freezes the cheap
+    groups and refines the rest), ``restarts`` (extra coarse passes with other
+    seeds), ``menu`` ("quick": sampled tilings while searching, "full": every
+    tiling of the menu everywhere), ``climb`` (hill-climbing steps per
+    group), ``fine_top`` (final states costed exactly per pass),
+    ``pin_greedy`` (keep greedy's partial answers in the beam)."""
+    if unknown:
+        raise SolverError(f"unknown beam option {sorted(unknown)[0]!r}; expected beam_width, "
+                          "passes, restarts, menu, climb, fine_top or pin_greedy")
+    for name, v, lo in (("beam_width", beam_width, 1), ("passes", passes, 1),
+                        ("restarts", restarts, 0), ("climb", climb, 0), ("fine_top", fine_top, 1)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            raise SolverError(f"beam option {name} must be an int >= {lo}, got {v!r}")
+    if menu not in MENUS:
+        raise SolverError(f"beam option menu must be one of {', '.join(MENUS)}, got {menu!r}")
+    t0 = time.perf_counter()
+    deadline = t0 + float(time_limit)
+    problem = model.problem
+    greedy = greedy_groups(model)
+    greedy_s = time.perf_counter() - t0
+    search = TilingSearch(model, seed=seed, depth=0, climb=climb, menu=menu)
+    space = Space(problem, search)
+    pin = space.decisions_of(greedy.columns) if pin_greedy else None
+    stats = PassStats()
+    best_cols, best_key, runs = None, None, []
+
+    def run(depth: int, run_seed: int, frozen, label: str):
+        nonlocal best_cols, best_key
+        search.reseed(run_seed, depth)
+        finals = beam_pass(space, beam_width, frozen=frozen, pin=pin, deadline=deadline, stats=stats)
+        for s in finals[:fine_top]:
+            cols = _columns(space, search, s)
+            key = _score(cols) + (s.key,)
+            if best_key is None or key < best_key:
+                best_cols, best_key = cols, key
+        runs.append({"pass": label, "hash_depth": depth, "seed": run_seed,
+                     "frozen": len(frozen or {}), "best_cost": best_key[1]})
+
+    run(0, seed, None, "coarse")
+    for p in range(1, passes):
+        if time.perf_counter() > deadline:
+            break
+        run(p, seed, _frozen(space, best_cols), f"freeze-{p}")
+    for r in range(restarts):
+        if time.perf_counter() > deadline:
+            break
+        run(0, seed + 1 + r, None, f"restart-{r + 1}")
+    source = "beam"
+    gcols = greedy.columns
+    if _score(gcols) < best_key[:2]:
+        best_cols, source = gcols, "greedy"
+    total = sum(c.total for _, _, c in best_cols)
+    prov = {"method": "beam", "predicted_cost": total, "beam_width": beam_width,
+            "states_expanded": stats.expanded, "states_generated": stats.generated,
+            "passes": len(runs), "runs": runs, "source": source, "greedy_cost": greedy.total,
+            "greedy_seconds": round(greedy_s, 4), "menu": menu, "seed": seed,
+            "cost_evaluations": model.evaluations, "timed_out": stats.timed_out,
+            "beam_seconds": round(time.perf_counter() - t0, 4)}
+    return best_cols, prov
