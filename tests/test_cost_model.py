@@ -50,7 +50,8 @@ def test_blur_tile_footprint_and_recompute(blur_problem):
     assert c.recompute == pytest.approx(done / need)
     # arithmetic per tile: blur_x point = 2 adds + 1 div(4) + clamp ops + 3 loads
     # is inlined; the totals must be finite and split into the three terms
-    assert c.feasible and math.isclose(c.total, c.arith + c.loads + c.stores)
+    assert c.feasible and math.isclose(c.total, c.arith + c.loads + c.stores + c.overhead)
+    assert c.overhead == pytest.approx(200.0 * c.n_tiles * 2)
     assert c.loads == pytest.approx(blur_problem.spec.load_cost * c.n_tiles * 34 * 34)
 
 

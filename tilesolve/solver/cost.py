@@ -17,6 +17,11 @@ from .space import Cost, Group, Tiling
 # Loads of intermediates inside a group hit in cache; they still cost about one
 # operation each (Mullapudi charges them nothing; we charge the issue slot).
 CACHED_LOAD_OPS = 1.0
+# Fixed cost of one tile on a CPU, in operations: loop setup, bounds of the
+# producers' regions, a parallel task's dispatch.  Mullapudi 2016 has no such
+# term; without it, tilings that differ only in tile count tie, and a solver
+# may pick thousands of one-row tiles.  (About a few hundred cycles.)
+TILE_OVERHEAD_OPS = 200.0
 # Registers per thread assumed before code exists (Sioutas 2020 estimate floor).
 DEFAULT_REGISTERS_PER_THREAD = 32
 
@@ -189,8 +194,9 @@ class CostModel:
             if n < need:
                 reasons.append(f"{n} tiles < parallelism threshold {need}")
             ok, why = not reasons, "; ".join(reasons)
-        total = arith + loads + stores if ok else math.inf
-        return Cost(total, arith, loads, stores, 0.0, ok, why, n, fp,
+        overhead = TILE_OVERHEAD_OPS * n * len(group.members)
+        total = arith + loads + stores + overhead if ok else math.inf
+        return Cost(total, arith, loads, stores, overhead, ok, why, n, fp,
                     recompute_ratio(p, facts, n))
 
     # -- GPU: Sioutas 2020 -----------------------------------------------------------
