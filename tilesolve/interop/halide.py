@@ -30,9 +30,11 @@ which is why a translation can be checked bit for bit on integers):
   unsigned: cast back to our type, so ``abs(int.min)`` wraps as ours does).
 * ``Let`` -> its value substituted into the body (Halide CSEs it again).
 
-Differences that remain: Halide may fuse float multiply-adds (FMA) and uses
-its own math library, so float results can differ by a few ulps (compare
-with a tolerance); signed 32-bit overflow is undefined in Halide but wraps
+Differences that remain: the JIT target has ``strict_float`` (no fused
+multiply-adds, no float reassociation: our rules), but Halide's math library
+(exp, log, pow, sin...) differs from numpy's in the last bit, so float
+results differ by an ulp or so and an integer cast of such a value can differ
+by one; signed 32-bit overflow is undefined in Halide but wraps
 here (the apps do not overflow).  Boundary conditions need no special case:
 ours are ordinary Funcs built from clamp/select, translated as written.
 """
@@ -135,6 +137,7 @@ class HalidePipeline:
         self._keep: list = []          # numpy arrays Halide buffers point into
         self._out_bufs: dict = {}
         self.schedule_source = ""      # the Halide schedule applied, as text
+        self.strict_float = True       # see target()
 
     # -- algorithm ---------------------------------------------------------------
     def var(self, name: str):
@@ -176,8 +179,14 @@ class HalidePipeline:
 
     # -- running -----------------------------------------------------------------
     def target(self):
-        """Halide's JIT target for this machine (``HL_JIT_TARGET`` if set, else host)."""
-        return self.hl.get_jit_target_from_environment()
+        """Halide's JIT target for this machine (``HL_JIT_TARGET`` if set, else host),
+        with ``strict_float`` unless ``self.strict_float`` is False: IEEE float as
+        in tilesolve, no fused multiply-adds (they change the last bits, and an
+        int cast downstream then differs by one)."""
+        t = self.hl.get_jit_target_from_environment()
+        if self.strict_float:
+            t = t.with_feature(self.hl.TargetFeature.StrictFloat)
+        return t
 
     def compile(self) -> float:
         """JIT-compile the pipeline for the host; returns (and keeps) the seconds taken."""
@@ -246,6 +255,15 @@ class HalidePipeline:
         self.bind(**inputs_and_params)
         outs = [np.array(np.asarray(b)) for b in self.run(sizes)]
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def compute_root_all(self) -> None:
+        """Schedule every Func ``compute_root`` (breadth first, serial).
+
+        Halide's default inlines every Func without updates, which makes
+        pyramids (local_laplacian, interpolate) blow up at compile time;
+        this is the simple schedule to check a translation with."""
+        for f in self.funcs.values():
+            f.compute_root()
 
     def apply_schedule(self, schedule) -> None:
         """Apply a tilesolve Schedule as Halide scheduling calls (see ``halide_schedule``)."""
