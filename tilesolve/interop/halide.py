@@ -18,8 +18,9 @@ which is why a translation can be checked bit for bit on integers):
   ``hl.RVar`` of the translated ``hl.RDom`` (ranges and ``where`` predicates
   translated too); ``Param`` -> ``hl.Param`` with its default;
   ``BufferExtent`` -> ``image.dim(d).extent()``.
-* ``Cast`` -> ``hl.cast`` (int->int wraps, float->int truncates, x->bool is
-  ``x != 0``: Halide's rules and ours).
+* ``Cast`` -> ``hl.cast`` (int->int wraps, float->int truncates: Halide's
+  rules and ours); a cast to bool becomes ``x != 0`` (Halide's bool cast keeps
+  the lowest bit, so ``bool(2)`` would be false there).
 * ``BinOp``: ``+ - * / %`` (Halide's integer ``/`` and ``%`` are Euclidean and
   ``x / 0 == x % 0 == 0``, float ``%`` is ``a - b*floor(a/b)``: ours), ``min``
   ``max`` -> ``hl.min``/``hl.max``, comparisons, ``&``/``|`` on bools.
@@ -326,7 +327,10 @@ class _ExprTranslator:
         if isinstance(e, E.BufferExtent):
             return self.hp.images[e.image].dim(e.dim).extent()
         if isinstance(e, E.Cast):
-            return hl.cast(hl_type(e.type), self.expr(e.value))
+            v = self.expr(e.value)
+            if e.type.is_bool():      # ours is x != 0; Halide's cast keeps the low bit
+                return v != self.const(e.value.type, 0)
+            return hl.cast(hl_type(e.type), v)
         if isinstance(e, E.BinOp):
             return self.binop(e.op, self.expr(e.a), self.expr(e.b))
         if isinstance(e, E.Not):
