@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ...model import expr as E
 from ...model import types as T
 from ...model.evaluate import extent_key
@@ -84,13 +86,47 @@ def _e(v, t) -> E.Expr:
 
 
 def _op(op, a, b, t):
-    """Simplified ``a op b`` for endpoints (either may be a number); None propagates."""
+    """Simplified ``a op b`` for endpoints (either may be a number); None propagates.
+
+    Index arithmetic on endpoints must not wrap: an endpoint whose exact value
+    leaves the type's range is unbounded (None) instead.
+    """
     if a is None or b is None:
         return None
     if is_num(a) and is_num(b) and op in ("add", "sub", "mul"):
-        return {"add": a + b, "sub": a - b, "mul": a * b}[op]
+        r = {"add": a + b, "sub": a - b, "mul": a * b}[op]
+        return None if (_index(t) and not t.can_represent(r)) else r
+    if any(is_num(v) and not t.is_float() and not t.can_represent(v) for v in (a, b)):
+        return None
     r = _S.simplify(E.BinOp(op, _e(a, t), _e(b, t)))
+    if _index(t) and op in ("add", "sub", "mul") and not _exact(op, a, b, r):
+        return None
     return r.value if isinstance(r, E.Const) and not r.type.is_bool() else r
+
+
+def _lin(v, s):
+    if is_num(v):
+        return {}, int(v)
+    terms, c = s.linear(v)
+    return {i: k for i, (_, k) in terms.items() if k}, c
+
+
+def _exact(op, a, b, r) -> bool:
+    """Does the simplified ``r`` equal ``a op b`` over the integers (no constant wrapped)?"""
+    s = _S._Simplifier(None)
+    (ta, ca), (tb, cb) = _lin(a, s), _lin(b, s)
+    if op == "mul":
+        if ta and tb:
+            return True           # a product of two symbols is an atom: nothing folded
+        (terms, k), c = ((ta, cb), ca) if not tb else ((tb, ca), cb)
+        want = ({i: x * k for i, x in terms.items() if x * k}, c * k)
+    else:
+        sign = 1 if op == "add" else -1
+        want_t = dict(ta)
+        for i, x in tb.items():
+            want_t[i] = want_t.get(i, 0) + sign * x
+        want = ({i: x for i, x in want_t.items() if x}, ca + sign * cb)
+    return _lin(r, s) == want
 
 
 class Bounder:
@@ -120,8 +156,11 @@ class Bounder:
     def _bounds(self, e):
         if isinstance(e, E.Const):
             v = e.value
-            if isinstance(v, float) and v != v:
-                return Interval.everything()
+            if isinstance(v, float):
+                if v != v:
+                    return Interval.everything()
+                if e.type.bits == 32:     # Const keeps a float64; the value is float32
+                    v = float(np.float32(v))
             return Interval.point(int(v) if isinstance(v, bool) else v)
         if isinstance(e, (E.Var, E.RVar, E.Param)):
             return self._leaf(e, e.name)

@@ -193,8 +193,10 @@ def mod(t, a, b):
 def _fmod(t, a, b):
     """x - y * floor(x / y): in [0, y] for y > 0, up to rounding error."""
     big = max(abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1]))
-    if big == INF:
-        return EVERYTHING
+    smallest_b = 0.0 if b[0] <= 0 <= b[1] else min(abs(b[0]), abs(b[1]))
+    limit = 1e38 if t.bits == 32 else 1e307
+    if big == INF or smallest_b == 0 or max(abs(a[0]), abs(a[1])) / smallest_b >= limit:
+        return EVERYTHING       # x / y may overflow to inf: x - y * floor(inf) is +-inf
     eps = big * (2.0 ** -20 if t.bits == 32 else 2.0 ** -49)
     return fit(t, min(b[0], 0.0) - eps, max(b[1], 0.0) + eps)
 
