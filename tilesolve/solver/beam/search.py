@@ -31,7 +31,8 @@ class PassStats:
 
 
 def beam_pass(space: Space, width: int, frozen: dict | None = None, pin=None,
-              deadline: float | None = None, stats: PassStats | None = None) -> list:
+              deadline: float | None = None, stats: PassStats | None = None,
+              settle: bool = False) -> list:
     """The final states of one pass, best first."""
     stats = stats if stats is not None else PassStats()
     pinned = space.follow(pin) if pin is not None else None
@@ -53,6 +54,8 @@ def beam_pass(space: Space, width: int, frozen: dict | None = None, pin=None,
             p = pinned[depth]
             if all(c.key != p.key for c in ranked):
                 ranked.append(p)
+        if settle:
+            ranked = sorted((space.settle(c) for c in ranked), key=lambda c: c.rank())
         beam = ranked
     return sorted(beam, key=lambda c: c.rank())
 

@@ -69,8 +69,9 @@ def _frozen(space: Space, columns) -> dict:
 
 
 def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int = 32,
-               passes: int = 2, restarts: int = 0, menu: str = "quick", climb: int = 3,
-               fine_top: int = 4, pin_greedy: bool = True, **unknown):
+               passes: int = 3, restarts: int = 0, menu: str = "quick", climb: int = 3,
+               fine_top: int = 4, pin_greedy: bool = True, hash_depth: int = -1,
+               settle: bool = True, **unknown):
     """Beam search for a grouping and tilings; returns ``(columns, provenance)``
     like ``solve_ilp``.  Options: ``beam_width`` (states kept per step),
     ``passes`` (1 = coarse pass only; each further pass freezes the cheap
@@ -81,9 +82,10 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     ``pin_greedy`` (keep greedy's partial answers in the beam)."""
     if unknown:
         raise SolverError(f"unknown beam option {sorted(unknown)[0]!r}; expected beam_width, "
-                          "passes, restarts, menu, climb, fine_top or pin_greedy")
+                          "passes, restarts, menu, climb, fine_top, pin_greedy or hash_depth")
     for name, v, lo in (("beam_width", beam_width, 1), ("passes", passes, 1),
-                        ("restarts", restarts, 0), ("climb", climb, 0), ("fine_top", fine_top, 1)):
+                        ("restarts", restarts, 0), ("climb", climb, 0), ("fine_top", fine_top, 1),
+                        ("hash_depth", hash_depth, -1)):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise SolverError(f"beam option {name} must be an int >= {lo}, got {v!r}")
     if menu not in MENUS:
@@ -102,7 +104,8 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     def run(depth: int, run_seed: int, frozen, label: str):
         nonlocal best_cols, best_key
         search.reseed(run_seed, depth)
-        finals = beam_pass(space, beam_width, frozen=frozen, pin=pin, deadline=deadline, stats=stats)
+        finals = beam_pass(space, beam_width, frozen=frozen, pin=pin, deadline=deadline, stats=stats,
+                           settle=settle)
         for s in finals[:fine_top]:
             cols = _columns(space, search, s)
             key = _score(cols) + (s.key,)
@@ -111,15 +114,15 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
         runs.append({"pass": label, "hash_depth": depth, "seed": run_seed,
                      "frozen": len(frozen or {}), "best_cost": best_key[1]})
 
-    run(0, seed, None, "coarse")
+    run(hash_depth, seed, None, "coarse")
     for p in range(1, passes):
         if time.perf_counter() > deadline:
             break
-        run(p, seed, _frozen(space, best_cols), f"freeze-{p}")
+        run(hash_depth + p, seed, _frozen(space, best_cols), f"freeze-{p}")
     for r in range(restarts):
         if time.perf_counter() > deadline:
             break
-        run(0, seed + 1 + r, None, f"restart-{r + 1}")
+        run(max(0, hash_depth + 1), seed + 1 + r, None, f"restart-{r + 1}")
     source = "beam"
     gcols = greedy.columns
     if _score(gcols) < best_key[:2]:

@@ -36,6 +36,7 @@ class State:
     cost: float             # finite part of the sum of group costs
     infeasible: int         # groups with no feasible tiling (singletons only)
     key: str                # canonical text of the grouping (tie-breaker)
+    closed: frozenset = frozenset()   # outputs of closed groups (costed exactly)
 
     def rank(self) -> tuple:
         """Sort key: fewest infeasible groups, then cost, then canonical text."""
@@ -117,7 +118,23 @@ class Space:
             groups.sort(key=lambda g: g.output)
         owner[self.index[f]] = out
         return State(s.depth + 1, tuple(owner), tuple(groups), s.decisions + (decision,),
-                     cost, bad, canonical(groups))
+                     cost, bad, canonical(groups), s.closed)
+
+    def settle(self, s: State) -> State:
+        """``s`` with its newly closed groups costed exactly (``full`` instead
+        of ``quick``): they can no longer change, so their cost is final."""
+        cost, closed = s.cost, set(s.closed)
+        for g in s.groups:
+            if g.output in closed or not self.closed(s, g):
+                continue
+            closed.add(g.output)
+            if len(g.members) > 1:          # singletons are already exact
+                q, f = self.costs.quick(g), self.costs.full(g)
+                cost += f[1].total - q[1].total
+        if len(closed) == len(s.closed):
+            return s
+        return State(s.depth, s.owner, s.groups, s.decisions, cost, s.infeasible, s.key,
+                     frozenset(closed))
 
     def children(self, s: State, frozen: dict | None = None) -> list:
         """Legal successors; a frozen Func gets only its frozen decision (or

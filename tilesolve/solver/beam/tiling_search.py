@@ -15,11 +15,13 @@ Every cost is ``model.cost(group, tiling)`` from the shared ``CostModel``
   — and also from representatives of the menu drawn by **hierarchical
   sampling** (Anderson 2021 §3.1): tilings are bucketed by a structural hash
   of a given ``depth`` (0: which dimensions are tiled; 1: also the tile
-  area's order of magnitude; 2: also each tile extent's order) and one
+  area's order of magnitude; 2: also each tile extent's order; -1: no
+  sampling, the parent's tiling only) and one
   representative per bucket is drawn with a generator seeded by ``seed`` and
   the group, so draws are reproducible and independent of search order.
   From the best start it hill-climbs on the menu's grid (one dimension one
-  step up or down) for at most ``climb`` steps.  ``quick`` is an upper bound
+  step up or down) for at most ``climb`` steps.  When no start is feasible
+  the whole menu is scanned, so ``quick`` is None exactly when ``full`` is.  ``quick`` is an upper bound
   of ``full`` (it takes a min over a subset of the same menu).
 """
 from __future__ import annotations
@@ -113,6 +115,8 @@ class TilingSearch:
 
     def samples(self, group: Group) -> list:
         """One representative per structural-hash bucket of the menu."""
+        if self.depth < 0:
+            return []
         tilings = self.menu_of(group)[0]
         buckets: dict = {}
         for t in tilings:
@@ -138,6 +142,10 @@ class TilingSearch:
             r = self._feasible(group, t)
             if r is not None and _better(r, best):
                 best = r
+        if best is None:
+            # no start is feasible (e.g. the parent's best was untiled): scan the menu,
+            # so a group is pruned only when no tiling at all makes it feasible
+            best = self.full(group)
         for _ in range(self.climb if best is not None else 0):
             moved = None
             for j in neigh[index[best[0]]]:
