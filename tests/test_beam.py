@@ -185,7 +185,7 @@ def test_deterministic_for_a_seed():
         runs.append(([(g, t) for g, t, _ in cols], prov["predicted_cost"],
                      prov["states_expanded"], [r["best_cost"] for r in prov["runs"]]))
     assert runs[0] == runs[1]
-    assert [r for r in runs[0][3]] and len(runs[0][3]) == 4    # 3 passes + 1 restart
+    assert len(runs[0][3]) == 4          # 3 passes + 1 restart
 
 
 def test_time_limit_is_respected():

@@ -10,6 +10,9 @@ same way every run) after each decision.  Options:
 * ``pin``: a full decision sequence (greedy's answer) whose states are kept
   in the beam at every depth even when they rank below the width, so the
   final beam always holds that answer;
+* ``settle``: after each step the kept states' newly closed groups are
+  costed exactly (``Space.settle``), so ranking uses exact costs wherever
+  a group can no longer change;
 * ``deadline``: a ``time.perf_counter()`` value; once passed, each state in
   the beam is completed by making every remaining Func its own group (their
   singleton costs are already known), so a pass always ends with complete

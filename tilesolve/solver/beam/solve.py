@@ -1,25 +1,32 @@
 """``solve_beam``: greedy, then beam passes from coarse to fine, then the best.
 
+Anderson 2021's hierarchical search, on our space (groups + one tiling each):
+
 1. Greedy (Mullapudi 2016) runs first, on the same CostModel: it costs
    every singleton on the full tiling menu (memoized for the search) and
-   gives the incumbent answer.
-2. Pass 1 (coarse): beam search over groupings, groups ranked by
-   ``TilingSearch.quick`` with a depth-0 structural hash (few samples), and
-   greedy's decisions pinned in the beam.
-3. The ``fine_top`` best final states are re-costed exactly: each group's
-   best tiling over the full menu (the fine pass over tilings).
-4. Passes 2.. (``passes``): Anderson's freezing — the decisions of every Func
-   outside the most expensive groups of the best answer so far (the
-   ``ceil(log2(groups)) + 1`` costliest, plus their direct producers) are
-   frozen, and the rest is searched again with a finer hash (depth = pass
-   index - 1), so more tilings are sampled where the cost is.
-5. ``restarts`` more coarse passes with seeds ``seed + 1, ...`` (different
-   samples; off by default).
+   gives the incumbent answer, whose decisions are pinned in every beam.
+2. Pass 1 (coarse) decides the *grouping*: a beam search where a grown
+   group's tiling is only searched near its parent's (``TilingSearch.quick``
+   with hash depth ``hash_depth``, -1 by default: no sampling) and a group
+   is costed exactly once it is closed (``settle``).
+3. Fine pass over tilings: the grouping of each of the ``fine_top`` best
+   final states is frozen and every group gets its best tiling over the
+   full menu; the cheapest such answer is the incumbent.
+4. Passes 2..``passes`` (Anderson's freezing): the decisions of every Func
+   outside the most expensive groups of the incumbent (the
+   ``ceil(log2(groups + 1)) + 1`` costliest, plus their direct producers)
+   are frozen and the rest is searched again with a finer structural hash
+   (one depth more per pass: more tilings sampled where the cost is), then
+   step 3 again.
+5. ``restarts`` more unfrozen passes with seeds ``seed + 1, ...`` and a
+   sampling hash (other samples; off by default).
 6. The best exact answer is returned, or greedy's if that is cheaper
-   (never worse than greedy in model cost); provenance says which.
+   (never worse than greedy in model cost); ``provenance["source"]`` says
+   which.
 
 A time limit bounds the search: a pass past the deadline completes its
-states cheaply and no further pass starts; greedy itself is not limited.
+states cheaply (remaining Funcs as singletons) and no further pass starts;
+greedy itself is not limited.
 """
 from __future__ import annotations
 
@@ -79,10 +86,12 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     seeds), ``menu`` ("quick": sampled tilings while searching, "full": every
     tiling of the menu everywhere), ``climb`` (hill-climbing steps per
     group), ``fine_top`` (final states costed exactly per pass),
-    ``pin_greedy`` (keep greedy's partial answers in the beam)."""
+    ``pin_greedy`` (keep greedy's partial answers in the beam),
+    ``hash_depth`` (structural hash depth of pass 1; -1: no sampling),
+    ``settle`` (cost closed groups exactly during the search)."""
     if unknown:
         raise SolverError(f"unknown beam option {sorted(unknown)[0]!r}; expected beam_width, "
-                          "passes, restarts, menu, climb, fine_top, pin_greedy or hash_depth")
+                          "passes, restarts, menu, climb, fine_top, pin_greedy, hash_depth or settle")
     for name, v, lo in (("beam_width", beam_width, 1), ("passes", passes, 1),
                         ("restarts", restarts, 0), ("climb", climb, 0), ("fine_top", fine_top, 1),
                         ("hash_depth", hash_depth, -1)):
@@ -95,7 +104,7 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     problem = model.problem
     greedy = greedy_groups(model)
     greedy_s = time.perf_counter() - t0
-    search = TilingSearch(model, seed=seed, depth=0, climb=climb, menu=menu)
+    search = TilingSearch(model, seed=seed, depth=hash_depth, climb=climb, menu=menu)
     space = Space(problem, search)
     pin = space.decisions_of(greedy.columns) if pin_greedy else None
     stats = PassStats()
@@ -112,7 +121,8 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
             if best_key is None or key < best_key:
                 best_cols, best_key = cols, key
         runs.append({"pass": label, "hash_depth": depth, "seed": run_seed,
-                     "frozen": len(frozen or {}), "best_cost": best_key[1]})
+                     "frozen": len(frozen or {}),
+                     "best_cost": sum(c.total for _, _, c in best_cols)})
 
     run(hash_depth, seed, None, "coarse")
     for p in range(1, passes):

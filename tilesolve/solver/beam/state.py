@@ -12,9 +12,11 @@ are.  Each decision is one of
 Every legal partition is reachable this way and each is reached by exactly
 one sequence of decisions.  A group is *closed* once no undecided Func can
 ever join it (no undecided joinable producer of a member has all its
-decided consumers inside the group); its cost is then final.  The cost of a
-state is the sum over closed groups plus, for each open group, its current
-cost — an estimate: later joins change it.
+decided consumers inside the group); it can no longer change.  The cost
+of a state is the sum, over its groups, of the cost of the group's best
+tiling: exact (the full menu) for closed groups once ``settle`` has seen
+them, and for open groups their current ``TilingSearch.quick`` cost — an
+estimate (later joins change it, and quick is an upper bound of exact).
 """
 from __future__ import annotations
 

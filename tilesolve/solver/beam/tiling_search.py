@@ -52,7 +52,7 @@ def structural_hash(t: Tiling, depth: int) -> tuple:
 
 def _better(a, b) -> bool:
     """Is (tiling, cost) ``a`` strictly cheaper than ``b`` (None = nothing)?"""
-    return b is None or a[1].total < b[1].total - 1e-9 * max(1.0, abs(b[1].total))
+    return b is None or a[1].total < b[1].total - 1e-9      # greedy.best_tiling's rule
 
 
 class TilingSearch:
