@@ -23,7 +23,7 @@ SOLVERS = ("cpsat", "pulp", "highs")
 
 
 def solve_ilp(model, time_limit: float = 10.0, seed: int = 0, solver: str = "cpsat",
-              memory_budget_bytes=None, max_group_size: int = 6, max_groups: int = 4000,
+              memory_budget_bytes=None, max_group_size: int = 12, max_groups: int = 4000,
               max_tilings_per_group: int = 6):
     from ...errors import SolverError
     if solver not in SOLVERS:
@@ -31,9 +31,19 @@ def solve_ilp(model, time_limit: float = 10.0, seed: int = 0, solver: str = "cps
     t0 = time.perf_counter()
     problem = model.problem
     greedy = greedy_groups(model)
-    groups = enumerate_groups(problem, max_group_size, max_groups)
+    from ..tilings import candidate_tilings
+
+    def feasible(g):
+        return any(model.cost(g, t).feasible for t in candidate_tilings(problem, g))
+    # Column generation may use up to 60% of the limit (greedy included);
+    # the solver gets the rest.
+    deadline = t0 + 0.6 * time_limit
+    groups = enumerate_groups(problem, max_group_size, max_groups, feasible, deadline)
+    cut = enumerate_groups.last_cut
     extra = [(g, t) for g, t, _ in greedy.columns]
-    cols = build_columns(model, groups, max_tilings_per_group, extra=extra)
+    cols = build_columns(model, groups, max_tilings_per_group, extra=extra,
+                         deadline=t0 + 0.7 * time_limit)
+    cut = cut or build_columns.last_cut
     form = formulate(problem, cols, memory_budget_bytes)
     index = {(c.group, c.tiling): j for j, c in enumerate(form.columns)}
     hint = [index[k] for k in extra if k in index]
@@ -53,7 +63,7 @@ def solve_ilp(model, time_limit: float = 10.0, seed: int = 0, solver: str = "cps
         solver_name = "pulp-" + ("highs" if solver == "highs" else "cbc")
     prov = {"method": "ilp", "solver": solver_name, "columns": len(form.columns),
             "groups_enumerated": len(groups), "build_seconds": round(build_s, 4),
-            "greedy_cost": greedy.total}
+            "greedy_cost": greedy.total, "enumeration_cut": cut}
     if res["chosen"] is None:
         prov.update({"status": res["status"], "fallback": "greedy",
                      "fallback_reason": f"{solver_name} returned {res['status']} "

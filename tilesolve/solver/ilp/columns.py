@@ -7,9 +7,18 @@ from pairwise merges to any such set), singletons included.  Groups are grown
 breadth-first from each Func: a group grows by one producer of a member whose
 consumers are all already in it.  Enumeration is bounded by
 
-* ``max_group_size`` members (default 6), and
+* ``max_group_size`` members (default 12),
 * ``max_groups`` groups in all (default 4000), taken in breadth-first order
-  (smaller groups first, then by name).
+  (smaller groups first, then by name), and
+* feasibility: a group none of whose tilings satisfies the spec's hard
+  constraints is kept out and not grown further.  Adding a member never
+  shrinks a tile's footprint, thread block or shared memory, so no larger
+  group grown from it could be feasible either (the parallelism constraint
+  does not depend on the members); and
+* time: enumeration stops growing groups at a deadline (a share of the
+  solve's ``time_limit``), so a very wide pipeline gets smaller groups rather
+  than a late answer.  The ILP's "optimal" is then optimal over the columns
+  enumerated, and the provenance says the enumeration was cut.
 
 What the caps can cut: groups larger than ``max_group_size`` (a long chain of
 stencils fused into one tile loop), and, on very wide pipelines, some larger
@@ -41,7 +50,11 @@ class Column:
     root_bytes: int          # bytes of the group's output buffer if it is an intermediate
 
 
-def enumerate_groups(problem, max_group_size: int = 6, max_groups: int = 4000) -> list[Group]:
+def enumerate_groups(problem, max_group_size: int = 12, max_groups: int = 4000,
+                     feasible=None, deadline: float | None = None) -> list[Group]:
+    """Candidate groups, breadth first; ``feasible(group)`` (optional) prunes;
+    growth stops at ``deadline`` (a ``time.perf_counter()`` value)."""
+    import time
     funcs = problem.funcs
     consumers = problem.consumers
     callees = problem.callees
@@ -54,9 +67,13 @@ def enumerate_groups(problem, max_group_size: int = 6, max_groups: int = 4000) -
         out.append(Group(f, g))
         frontier.append((f, g))
     size = 1
+    cut = False
     while frontier and size < max_group_size and len(out) < max_groups:
         nxt = []
         for o, members in frontier:
+            if deadline is not None and time.perf_counter() > deadline:
+                cut = True
+                break
             cands = set()
             for m in members:
                 for p in callees[m]:
@@ -68,20 +85,30 @@ def enumerate_groups(problem, max_group_size: int = 6, max_groups: int = 4000) -
                 if (o, g) in seen:
                     continue
                 seen.add((o, g))
+                if feasible is not None and not feasible(Group(o, g)):
+                    continue
                 out.append(Group(o, g))
                 nxt.append((o, g))
                 if len(out) >= max_groups:
                     break
             if len(out) >= max_groups:
                 break
+        if cut:
+            break
         frontier = sorted(nxt, key=lambda og: (og[0], sorted(og[1])))
         size += 1
+    enumerate_groups.last_cut = cut or bool(frontier and len(out) >= max_groups)
     return out
 
 
-def build_columns(model, groups, max_tilings_per_group: int = 6, extra=()) -> list[Column]:
-    """Feasible columns of ``groups`` (plus ``extra`` (group, tiling) pairs)."""
+def build_columns(model, groups, max_tilings_per_group: int = 6, extra=(),
+                  deadline: float | None = None) -> list[Column]:
+    """Feasible columns of ``groups`` (plus ``extra`` (group, tiling) pairs,
+    always included).  Past ``deadline`` only singletons are still costed,
+    so every partition into singletons stays available."""
+    import time
     problem = model.problem
+    build_columns.last_cut = False
     cols: list[Column] = []
     keys = set()
 
@@ -91,6 +118,10 @@ def build_columns(model, groups, max_tilings_per_group: int = 6, extra=()) -> li
         return problem.region_points(g.output) * problem.bytes_per_point(g.output)
 
     for g in groups:
+        if (deadline is not None and len(g.members) > 1
+                and time.perf_counter() > deadline):
+            build_columns.last_cut = True
+            continue
         costed = []
         for t in candidate_tilings(problem, g):
             c = model.cost(g, t)
