@@ -21,6 +21,9 @@ Boxes are lists of ``(lo, hi)`` per dimension, innermost first.
 """
 from __future__ import annotations
 
+import math
+
+from ..analysis.intervals import INDEX_LIMIT, Bounder, Interval
 from ..analysis.simplify import simplify
 from ..model import expr as E
 from ..model import types as T
@@ -30,25 +33,6 @@ from ..model.visit import walk
 from . import ir as L
 
 INT = T.int32
-
-
-def _c(v) -> E.Const:
-    return E.Const(INT, v)
-
-
-def _type_bounds(t):
-    if t.is_bool():
-        return E.Const(t, False), E.Const(t, True)
-    if t.is_integral() and t.bits <= 16:
-        return E.Const(t, t.min_value()), E.Const(t, t.max_value())
-    return None, None
-
-
-def _lift(op, a, b):
-    """op on possibly-None (unbounded) endpoints."""
-    if a is None or b is None:
-        return None
-    return E.binop(op, a, b)
 
 
 def _emin(a, b):
@@ -63,163 +47,93 @@ def _emax(a, b):
     return a if a is b else E.max_(a, b)
 
 
-def _const(e):
-    return e.value if isinstance(e, E.Const) else None
+def _endpoint(v, t, is_lo: bool):
+    """An Interval endpoint as an Expr of type ``t`` (None when unbounded)."""
+    if v is None:
+        return None
+    if isinstance(v, E.Expr):
+        return v
+    if isinstance(v, float) and not t.is_float():
+        v = math.floor(v) if is_lo else math.ceil(v)
+    if not t.is_float() and (v <= -INDEX_LIMIT - 1 or v >= INDEX_LIMIT):
+        return None          # the type's whole range: nothing is known
+    return E.Const(t, v)
+
+
+def _fmin(a, b):
+    return a if a is b else E.min_(a, b)
+
+
+def _fmax(a, b):
+    return a if a is b else E.max_(a, b)
+
+
+class LowerBounder(Bounder):
+    """``Bounder`` plus symbolic float bounds, which lowering needs where a
+    float Param scales a data-dependent index (``int(v / r_sigma)``): IEEE
+    ``+ - * /`` and float-to-int truncation are monotonic in each operand, so
+    the corners bound the result (ignoring NaN, as the analysis does).
+
+    An int32 endpoint at the type's limit means "nothing known" and becomes
+    unbounded, so it never enters symbolic arithmetic (where it would wrap:
+    ``max(-2**31, e) - 2``)."""
+
+    def bounds(self, e):
+        iv = super().bounds(e)
+        t = getattr(e, "type", None)
+        if t is not None and t.code == "int" and t.bits >= 32:
+            lo, hi = iv.lo, iv.hi
+            drop_lo = isinstance(lo, (int, float)) and lo <= -INDEX_LIMIT - 1
+            drop_hi = isinstance(hi, (int, float)) and hi >= INDEX_LIMIT
+            if drop_lo or drop_hi:
+                return Interval(None if drop_lo else lo, None if drop_hi else hi)
+        return iv
+
+    def _binop(self, e, a, b):
+        t = e.a.type
+        if (t.is_float() and e.op in ("add", "sub", "mul", "div")
+                and not (a.is_numeric() and b.is_numeric())
+                and a.is_bounded() and b.is_bounded()):
+            lo = [_fe(v, t) for v in (a.lo, a.hi)]
+            hi = [_fe(v, t) for v in (b.lo, b.hi)]
+            if e.op == "add":
+                return Interval(E.binop("add", lo[0], hi[0]), E.binop("add", lo[1], hi[1]))
+            if e.op == "sub":
+                return Interval(E.binop("sub", lo[0], hi[1]), E.binop("sub", lo[1], hi[0]))
+            if e.op == "div" and not b.is_single_point():
+                return super()._binop(e, a, b)
+            cs = [E.binop(e.op, p, q) for p in lo for q in hi]
+            mn, mx = cs[0], cs[0]
+            for c in cs[1:]:
+                mn, mx = _fmin(mn, c), _fmax(mx, c)
+            return Interval(simplify(mn), simplify(mx))
+        return super()._binop(e, a, b)
+
+    def _cast(self, e, a):
+        src, dst = e.value.type, e.type
+        if src.is_float() and not a.is_numeric() and a.is_bounded() \
+                and (dst.is_integral() or dst.is_float()):
+            return Interval(E.cast(dst, _fe(a.lo, src)), E.cast(dst, _fe(a.hi, src)))
+        return super()._cast(e, a)
+
+
+def _fe(v, t):
+    return v if isinstance(v, E.Expr) else E.Const(t, v)
 
 
 class Bounds:
-    """Expr bounds with a scope of intervals; memoized per node for one scope."""
+    """Symbolic ``(lo, hi)`` Exprs of Exprs under a scope of ``(lo, hi)``
+    intervals (None: unbounded); names outside the scope are symbols.  A thin
+    adapter over ``analysis.intervals.Bounder``."""
 
     def __init__(self, scope: dict):
         self.scope = scope
-        self.memo: dict[int, tuple] = {}
+        self.bounder = LowerBounder({k: Interval(*v) for k, v in scope.items()}, symbolic=True)
 
     def __call__(self, e: E.Expr):
-        hit = self.memo.get(id(e))
-        if hit is not None:
-            return hit[1]
-        r = self._b(e)
-        self.memo[id(e)] = (e, r)
-        return r
-
-    def _b(self, e):
-        if isinstance(e, E.Const):
-            return e, e
-        if isinstance(e, (E.Var, E.Param)):
-            iv = self.scope.get(e.name)
-            return (e, e) if iv is None else iv
-        if isinstance(e, (E.BufferExtent, E.RVar)):
-            return e, e
-        if isinstance(e, E.Cast):
-            return self._cast(e)
-        if isinstance(e, E.BinOp):
-            return self._binop(e)
-        if isinstance(e, E.Select):
-            a, b = self(e.true_value), self(e.false_value)
-            return _emin(a[0], b[0]), _emax(a[1], b[1])
-        if isinstance(e, E.Intrinsic):
-            return self._intrinsic(e)
-        if isinstance(e, E.Let):
-            inner = Bounds(dict(self.scope))
-            inner.scope[e.name] = self(e.value)
-            return inner(e.body)
-        if isinstance(e, E.Not):
-            return _type_bounds(e.type)
-        # Call, Load: the value is data; only its type bounds it
-        return _type_bounds(e.type)
-
-    def _cast(self, e):
-        t, src = e.type, e.value.type
-        lo, hi = self(e.value)
-        if t.is_float():
-            return (None if lo is None else E.cast(t, lo)), (None if hi is None else E.cast(t, hi))
-        if src.is_float():
-            # float -> int truncates: monotonic, but out of range is undefined
-            return (None if lo is None else E.cast(t, lo)), (None if hi is None else E.cast(t, hi))
-        fits = (t.is_bool() or src.is_bool()
-                or (src.min_value() >= t.min_value() and src.max_value() <= t.max_value()))
-        if not fits:
-            cl, ch = _const(lo), _const(hi)
-            fits = (cl is not None and ch is not None and t.min_value() <= cl <= ch <= t.max_value())
-        if fits:
-            return (None if lo is None else E.cast(t, lo)), (None if hi is None else E.cast(t, hi))
-        return _type_bounds(t) if t.bits <= 16 else (None, None)
-
-    def _binop(self, e):
-        op = e.op
-        if op in E.CMP_OPS or op in E.BOOL_OPS:
-            return _type_bounds(e.type)
-        a, b = self(e.a), self(e.b)
-        if op == "add":
-            return _lift("add", a[0], b[0]), _lift("add", a[1], b[1])
-        if op == "sub":
-            return _lift("sub", a[0], b[1]), _lift("sub", a[1], b[0])
-        if op == "min":
-            lo = None if a[0] is None or b[0] is None else E.min_(a[0], b[0])
-            hi = a[1] if b[1] is None else (b[1] if a[1] is None else E.min_(a[1], b[1]))
-            return lo, hi
-        if op == "max":
-            lo = a[0] if b[0] is None else (b[0] if a[0] is None else E.max_(a[0], b[0]))
-            hi = None if a[1] is None or b[1] is None else E.max_(a[1], b[1])
-            return lo, hi
-        if op == "mul":
-            return self._mul(a, b, e)
-        if op == "div":
-            return self._div(a, b, e)
-        if op == "mod":
-            return self._mod(a, b, e)
-        raise AssertionError(op)
-
-    @staticmethod
-    def _mul(a, b, e):
-        for x, y in ((a, b), (b, a)):
-            if x[0] is x[1] and _const(x[0]) is not None:
-                c = _const(x[0])
-                if c >= 0:
-                    return _lift("mul", y[0], x[0]), _lift("mul", y[1], x[0])
-                return _lift("mul", y[1], x[0]), _lift("mul", y[0], x[0])
-        if None in a or None in b:
-            return None, None
-        ps = [E.binop("mul", p, q) for p in a for q in b]
-        return E.min_(E.min_(ps[0], ps[1]), E.min_(ps[2], ps[3])), \
-            E.max_(E.max_(ps[0], ps[1]), E.max_(ps[2], ps[3]))
-
-    @staticmethod
-    def _div(a, b, e):
+        iv = self.bounder.bounds(e)
         t = e.type
-        if b[0] is b[1] and b[0] is not None:
-            d = b[0]
-            c = _const(d)
-            if c is not None and not t.is_float():
-                if c > 0:
-                    return _lift("div", a[0], d), _lift("div", a[1], d)
-                if c < 0:
-                    return _lift("div", a[1], d), _lift("div", a[0], d)
-                return E.Const(t, 0), E.Const(t, 0)
-            if None in a:
-                return None, None
-            # for a fixed divisor, a / d is monotonic (either direction)
-            p, q = E.binop("div", a[0], d), E.binop("div", a[1], d)
-            return E.min_(p, q), E.max_(p, q)
-        return (None, None) if not (t.is_integral() and t.bits <= 16) else _type_bounds(t)
-
-    @staticmethod
-    def _mod(a, b, e):
-        t = e.type
-        if t.is_float():
-            return None, None
-        if b[0] is b[1] and b[0] is not None:
-            c = _const(b[0])
-            if c is not None:
-                if c == 0:
-                    return E.Const(t, 0), E.Const(t, 0)
-                m = abs(c) - 1
-                lo, hi = _const(a[0]), _const(a[1])
-                if lo is not None and hi is not None and 0 <= lo and hi <= m:
-                    return a
-                return E.Const(t, 0), E.Const(t, m)
-            if t.is_int():
-                return E.Const(t, 0), E.max_(E.Intrinsic("abs", (b[0],), t) - 1, E.Const(t, 0))
-            return E.Const(t, 0), E.max_(b[0], E.Const(t, 1)) - 1
-        if b[1] is not None and b[0] is not None and t.is_int():
-            return E.Const(t, 0), E.max_(E.max_(E.Const(t, 0) - b[0], b[1]) - 1, E.Const(t, 0))
-        return _type_bounds(t) if t.bits <= 16 else (None, None)
-
-    def _intrinsic(self, e):
-        t = e.type
-        if e.name in ("floor", "ceil", "round") and len(e.args) == 1:
-            lo, hi = self(e.args[0])
-            f = lambda v: None if v is None else E.Intrinsic(e.name, (v,), t)  # noqa: E731
-            return f(lo), f(hi)
-        if e.name == "abs" and len(e.args) == 1:
-            lo, hi = self(e.args[0])
-            if lo is None or hi is None:
-                return E.Const(t, 0) if not t.is_float() else None, None
-            ab = lambda v: E.Intrinsic("abs", (v,), t)  # noqa: E731
-            zero = E.Const(t, 0)
-            lo2 = E.max_(E.max_(lo, zero - hi), zero)
-            return lo2, E.max_(ab(lo), ab(hi))
-        return _type_bounds(t) if not t.is_float() else (None, None)
+        return _endpoint(iv.lo, t, True), _endpoint(iv.hi, t, False)
 
 
 def expr_bounds(e: E.Expr, scope: dict | None = None) -> tuple:
@@ -251,100 +165,201 @@ def _select_box(cond, a, b):
     return out
 
 
-def _calls_named(e: E.Expr, name: str) -> bool:
-    return any(isinstance(n, E.Call) and n.target.name == name for n in walk(e))
+class Names:
+    """The Func/input names each statement (or Expr) calls or provides, cached
+    by identity (statements are shared between passes, so the cache carries over)."""
+
+    def __init__(self):
+        self._stmts: dict[int, tuple] = {}
+        self._exprs: dict[int, tuple] = {}
+
+    def of_expr(self, e: E.Expr) -> frozenset:
+        hit = self._exprs.get(id(e))
+        if hit is None:
+            names = frozenset(n.target.name for n in walk(e) if isinstance(n, E.Call))
+            hit = self._exprs[id(e)] = (e, names)
+        return hit[1]
+
+    def own(self, s: L.Stmt) -> frozenset:
+        """Names used by the Exprs ``s`` holds directly (plus what it provides)."""
+        out = frozenset().union(*(self.of_expr(e) for e in L.stmt_exprs(s)))
+        return out | {s.func} if isinstance(s, L.Provide) else out
+
+    def of(self, s: L.Stmt) -> frozenset:
+        hit = self._stmts.get(id(s))
+        if hit is None:
+            names = self.own(s).union(*(self.of(c) for c in L.stmt_children(s)))
+            hit = self._stmts[id(s)] = (s, names)
+        return hit[1]
+
+
+class _Pending:
+    """A scope entry computed on first lookup: a loop (min, extent) or a let."""
+
+    __slots__ = ("expr", "extent", "known")
+
+    def __init__(self, expr, extent=None, known=None):
+        self.expr, self.extent, self.known = expr, extent, known
+
+
+class _Scope(dict):
+    """name -> Interval, or a ``_Pending`` resolved (and cached) when looked up:
+    only the loops and lets an index actually uses are ever bounded."""
+
+    def __init__(self, walker):
+        super().__init__()
+        self.walker = walker
+        self.cache: dict = {}
+
+    def get(self, key, default=None):
+        v = dict.get(self, key)
+        if v is None:
+            return default
+        if isinstance(v, _Pending):
+            iv = self.cache.get(key)
+            if iv is None:
+                iv = self.cache[key] = self.walker.resolve(v)
+            return iv
+        return v
+
+    def __getitem__(self, key):
+        return self.get(key)
+
+    def __iter__(self):            # dict(scope) then goes through __getitem__
+        return iter(list(dict.keys(self)))
+
+    def keys(self):
+        return list(dict.keys(self))
 
 
 class _Walker:
-    def __init__(self, name: str, reads: bool, writes: bool, known: dict | None = None):
+    def __init__(self, name: str, reads: bool, writes: bool, known: dict | None,
+                 func_bounds: dict | None, names: Names):
         self.name, self.reads, self.writes = name, reads, writes
         self.known = known or {}
-        self._has: dict[int, tuple] = {}
+        self.func_bounds = func_bounds or {}
+        self.names = names
+        self.scope = _Scope(self)
 
-    def has_call(self, e) -> bool:
-        hit = self._has.get(id(e))
-        if hit is None:
-            hit = self._has[id(e)] = (e, _calls_named(e, self.name))
-        return hit[1]
+    # -- the scope ---------------------------------------------------------------------
+    def bounder(self) -> Bounder:
+        b = LowerBounder(None, func_bounds=self.func_bounds, symbolic=True)
+        b.scope = self.scope
+        return b
+
+    def pair(self, b: Bounder, e: E.Expr) -> tuple:
+        iv = b.bounds(e)
+        return _endpoint(iv.lo, e.type, True), _endpoint(iv.hi, e.type, False)
+
+    def resolve(self, p: _Pending) -> Interval:
+        b = self.bounder()
+        if p.extent is not None:                         # a loop
+            lo = self.pair(b, p.expr)[0]
+            hi = self.pair(b, E.binop("sub", E.binop("add", p.expr, p.extent), 1))[1]
+            return Interval(lo, hi)
+        if p.known is not None and all(dict.__contains__(self.scope, n.name)
+                                       for n in walk(p.expr) if isinstance(n, E.Var)):
+            # every loop it is built from runs inside the walk: it covers exactly its
+            # known range (a split variable: the original loop's range)
+            return Interval(self.pair(b, p.known[0])[0], self.pair(b, p.known[1])[1])
+        return Interval(*self.pair(b, p.expr))
+
+    def push(self, name, value):
+        old = dict.get(self.scope, name)
+        dict.__setitem__(self.scope, name, value)
+        self.scope.cache.pop(name, None)
+        return old
+
+    def pop(self, name, old, narrowed=False):
+        if old is None:
+            dict.pop(self.scope, name, None)
+        else:
+            dict.__setitem__(self.scope, name, old)
+        if narrowed:
+            self.scope.cache.clear()
+        else:
+            self.scope.cache.pop(name, None)
 
     # -- expressions -----------------------------------------------------------------
-    def expr_box(self, e: E.Expr, scope: dict):
-        if not self.reads or not self.has_call(e):
+    def expr_box(self, e: E.Expr):
+        if not self.reads or self.name not in self.names.of_expr(e):
             return None
-        return self._expr_box(e, Bounds(scope), scope)
+        return self._expr_box(e, self.bounder())
 
-    def _expr_box(self, e, bounds: Bounds, scope):
+    def _expr_box(self, e, b: Bounder):
         box = None
         if isinstance(e, E.Let):
-            box = self._expr_box(e.value, bounds, scope)
-            inner = dict(scope)
-            inner[e.name] = bounds(e.value)
-            return union_box(box, self._expr_box(e.body, Bounds(inner), inner))
+            box = self._expr_box(e.value, b)
+            old = self.push(e.name, b.bounds(e.value))
+            try:
+                return union_box(box, self._expr_box(e.body, self.bounder()))
+            finally:
+                self.pop(e.name, old)
         if isinstance(e, E.Call) and e.target.name == self.name:
-            box = [bounds(a) for a in e.args]
+            box = [self.pair(b, a) for a in e.args]
         for c in expr_children(e):
-            if self.has_call(c):
-                box = union_box(box, self._expr_box(c, bounds, scope))
+            if self.name in self.names.of_expr(c):
+                box = union_box(box, self._expr_box(c, b))
         return box
 
     # -- statements ------------------------------------------------------------------
-    def stmt_box(self, s: L.Stmt, scope: dict):
+    def stmt_box(self, s: L.Stmt):
+        if self.name not in self.names.of(s):
+            return None
         box = None
         for e in L.stmt_exprs(s):
-            box = union_box(box, self.expr_box(e, scope))
+            box = union_box(box, self.expr_box(e))
         if isinstance(s, L.Provide):
             if self.writes and s.func == self.name:
-                b = Bounds(scope)
-                box = union_box(box, [b(a) for a in s.args])
+                b = self.bounder()
+                box = union_box(box, [self.pair(b, a) for a in s.args])
             return box
-        if isinstance(s, L.For):
-            b = Bounds(scope)
-            lo = b(s.min)[0]
-            hi = b(E.binop("sub", E.binop("add", s.min, s.extent), 1))[1]
-            inner = dict(scope)
-            inner[s.name] = (_simp(lo), _simp(hi))
-            return union_box(box, self.stmt_box(s.body, inner))
-        if isinstance(s, L.LetStmt):
-            inner = dict(scope)
-            b = Bounds(scope)
-            k = self.known.get(s.name)
-            if k is not None and all(n.name in scope for n in walk(s.value)
-                                     if isinstance(n, E.Var)):
-                # every loop it is built from runs inside the walk: it covers exactly
-                # its known range (a split variable: the original loop's range)
-                lo, hi = b(k[0])[0], b(k[1])[1]
+        if isinstance(s, (L.For, L.LetStmt)):
+            if isinstance(s, L.For):
+                entry = _Pending(s.min, s.extent)
             else:
-                lo, hi = b(s.value)
-            inner[s.name] = (_simp(lo), _simp(hi))
-            return union_box(box, self.stmt_box(s.body, inner))
+                entry = _Pending(s.value, known=self.known.get(s.name))
+            old = self.push(s.name, entry)
+            try:
+                return union_box(box, self.stmt_box(s.body))
+            finally:
+                self.pop(s.name, old)
         if isinstance(s, L.IfThenElse):
-            return union_box(box, self._if_box(s, scope))
+            return union_box(box, self._if_box(s))
         for c in L.stmt_children(s):
-            box = union_box(box, self.stmt_box(c, scope))
+            box = union_box(box, self.stmt_box(c))
         return box
 
-    def _if_box(self, s: L.IfThenElse, scope: dict):
+    def _if_box(self, s: L.IfThenElse):
         free = {n.name for n in walk(s.cond) if isinstance(n, (E.Var, E.Param))}
-        if not free & set(scope):
-            a = self.stmt_box(s.then_case, scope)
-            b = None if s.else_case is None else self.stmt_box(s.else_case, scope)
+        if not any(dict.__contains__(self.scope, n) for n in free):
+            a = self.stmt_box(s.then_case)
+            b = None if s.else_case is None else self.stmt_box(s.else_case)
             return _select_box(s.cond, a, b) if a is not None and b is not None else union_box(a, b)
-        box = self.stmt_box(s.then_case, narrow(scope, s.cond, True))
+        box = self._narrowed(s.then_case, s.cond, True)
         if s.else_case is not None:
-            box = union_box(box, self.stmt_box(s.else_case, narrow(scope, s.cond, False)))
+            box = union_box(box, self._narrowed(s.else_case, s.cond, False))
         return box
 
-
-def _simp(e):
-    return None if e is None else simplify(e)
+    def _narrowed(self, s, cond, truth):
+        saved = []
+        for name, iv in narrowings(self, cond, truth):
+            saved.append((name, self.push(name, iv)))
+        self.scope.cache.clear()
+        try:
+            return self.stmt_box(s)
+        finally:
+            for name, old in reversed(saved):
+                self.pop(name, old, narrowed=True)
+            self.scope.cache.clear()
 
 
 _NEG = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
-def narrow(scope: dict, cond: E.Expr, truth: bool) -> dict:
-    """``scope`` with the intervals of its names tightened by ``cond == truth``
+def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
+    """``(name, Interval)`` tightenings of scope names implied by ``cond == truth``
     (conjunctions of ``var < e``, ``var <= e``, ``var > e``, ``var >= e``)."""
     conds = []
 
@@ -357,55 +372,58 @@ def narrow(scope: dict, cond: E.Expr, truth: bool) -> dict:
         elif isinstance(c, E.BinOp) and c.op in _NEG:
             conds.append((c.op if t else _NEG[c.op], c.a, c.b))
     split(cond, truth)
-    if not conds:
-        return scope
-    out = dict(scope)
+    out = {}
     for op, a, b in conds:
         if not isinstance(a, E.Var) and isinstance(b, E.Var):
             op, a, b = _FLIP[op], b, a
-        if not isinstance(a, E.Var) or a.name not in out or a.type != INT:
+        if not isinstance(a, E.Var) or not dict.__contains__(w.scope, a.name) or a.type != INT:
             continue
         if any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
             continue
-        bl, bh = Bounds(scope)(b)
-        lo, hi = out[a.name]
+        bd = w.bounder()
+        bl, bh = w.pair(bd, b)
+        cur = out.get(a.name)
+        cur = w.scope.get(a.name) if cur is None else cur
+        lo, hi = cur.lo, cur.hi
+        lo = None if lo is None else _endpoint(lo, INT, True)
+        hi = None if hi is None else _endpoint(hi, INT, False)
         if op in ("lt", "le") and bh is not None:
             lim = bh - 1 if op == "lt" else bh
-            out[a.name] = (lo, _simp(lim if hi is None else E.min_(hi, lim)))
+            out[a.name] = Interval(lo, _simp(lim if hi is None else E.min_(hi, lim)))
         elif op in ("gt", "ge") and bl is not None:
             lim = bl + 1 if op == "gt" else bl
-            out[a.name] = (_simp(lim if lo is None else E.max_(lo, lim)), hi)
-    return out
+            out[a.name] = Interval(_simp(lim if lo is None else E.max_(lo, lim)), hi)
+    return list(out.items())
 
 
-def box_of(s: L.Stmt, name: str, scope: dict | None = None, *, reads=True, writes=True,
-           known: dict | None = None):
+def _simp(e):
+    return None if e is None else simplify(e)
+
+
+def box_of(s: L.Stmt, name: str, *, reads=True, writes=True, known: dict | None = None,
+           func_bounds: dict | None = None, names: Names | None = None):
     """The box of ``name`` that ``s`` reads and/or writes, or None if untouched.
 
     ``known`` maps let-defined loop variables (split and fused originals) to
     the ``(lo, hi)`` they cover when all their loops run inside ``s``, which
-    is tighter than interval arithmetic on ``min(xo * 8, e - 8) + xi``.
+    is tighter than interval arithmetic on ``min(xo * 8, e - 8) + xi``;
+    ``func_bounds`` the value ranges of Funcs (for data-dependent indices).
     Endpoints are simplified Exprs, or None where unbounded."""
-    box = _Walker(name, reads, writes, known).stmt_box(s, dict(scope or {}))
+    w = _Walker(name, reads, writes, known, func_bounds, names or Names())
+    box = w.stmt_box(s)
     if box is None:
         return None
     return [(_simp(lo), _simp(hi)) for lo, hi in box]
 
 
-def uses(s: L.Stmt, name: str) -> bool:
+def uses(s: L.Stmt, name: str, names: Names | None = None) -> bool:
     """Whether any Expr of ``s`` calls ``name`` or any Provide writes it."""
-    for n in L.walk_stmts(s):
-        if isinstance(n, L.Provide) and n.func == name:
-            return True
-        for e in L.stmt_exprs(n):
-            if _calls_named(e, name):
-                return True
-    return False
+    return name in (names or Names()).of(s)
 
 
-def own_uses(s: L.Stmt, name: str) -> bool:
+def own_uses(s: L.Stmt, name: str, names: Names | None = None) -> bool:
     """Whether the Exprs held directly by ``s`` (not its children) call ``name``."""
-    return any(_calls_named(e, name) for e in L.stmt_exprs(s))
+    return name in (names or Names()).own(s) - ({s.func} if isinstance(s, L.Provide) else set())
 
 
 def is_func_call(e, name: str) -> bool:

@@ -17,6 +17,9 @@ outputs (pipeline order), the Params (sorted by name).
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.pipeline import Pipeline
@@ -24,7 +27,7 @@ from . import ir as L
 from .flatten import flatten_storage
 from .inline import Inliner
 from .plan import make_plan
-from .realize import place_realizations
+from .realize import func_value_bounds_for, place_realizations
 from .regions import input_region_exprs
 from .simplify_stmt import simplify_stmt
 from .stages import build_stage
@@ -65,11 +68,28 @@ def arguments(pipeline: Pipeline) -> tuple:
     return tuple(args)
 
 
+@contextlib.contextmanager
+def deep_recursion(limit: int = 60000):
+    """Realizations nest (each wraps the rest of the program in its lets), so
+    big pipelines give deep statements; the passes recurse on them."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def lower(pipeline: Pipeline, schedule=None, *, target: str | None = None,
           check: bool = True) -> L.LoweredPipeline:
     """Lower ``pipeline`` with ``schedule`` (None: every Func computed at root,
     serial) to the loop IR.  ``target`` defaults to the schedule's target
     ("cpu" without a schedule).  ``check`` runs the verifier."""
+    with deep_recursion():
+        return _lower(pipeline, schedule, target, check)
+
+
+def _lower(pipeline, schedule, target, check):
     plan = make_plan(pipeline, schedule, target)
     nests = build_stage_nests(plan)
     # Bounds inference reads the Calls, so it runs before flattening.
@@ -77,7 +97,8 @@ def lower(pipeline: Pipeline, schedule=None, *, target: str | None = None,
     args = arguments(pipeline)
     buffer_args = {a.name for a in args if a.kind == "buffer"}
     known = {k: v for ns in nests.values() for n in ns for k, v in n.ranges.items()}
-    regions = input_region_exprs(body, list(pipeline.images.values()), buffer_args, known)
+    regions = input_region_exprs(body, list(pipeline.images.values()), buffer_args, known,
+                                 func_value_bounds_for(pipeline))
     body = flatten_storage(body, buffer_args)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)

@@ -31,6 +31,7 @@ from ..analysis.simplify import numeric_bounds, simplify
 from ..errors import BoundsError, LoweringError, ScheduleError
 from ..model import expr as E
 from ..model import types as T
+from ..model.visit import walk
 from . import bounds as B
 from . import ir as L
 from .stages import region_names
@@ -75,10 +76,10 @@ def _descend(s: L.Stmt, make):
     return make(s)
 
 
-def insert_top(body: L.Stmt, name: str, make) -> L.Stmt:
+def insert_top(body: L.Stmt, name: str, make, names) -> L.Stmt:
     stmts = list(body.stmts) if isinstance(body, L.Block) else [body]
     for i, s in enumerate(stmts):
-        if B.uses(s, name):
+        if B.uses(s, name, names):
             return L.Block.make(stmts[:i] + [make(L.Block.make(stmts[i:]), ())])
     return body
 
@@ -98,22 +99,26 @@ def insert_in_loop(body: L.Stmt, loop: str, make) -> tuple:
     return rec(body, ()), count[0]
 
 
-def insert_innermost(body: L.Stmt, name: str, make) -> L.Stmt:
+def insert_innermost(body: L.Stmt, name: str, make, names) -> L.Stmt:
     """Wrap every innermost statement whose own Exprs use ``name``."""
     def rec(s, kinds):
-        if not isinstance(s, L.Block) and B.own_uses(s, name):
+        if not B.uses(s, name, names):
+            return s
+        if not isinstance(s, L.Block) and B.own_uses(s, name, names):
             return make(s, kinds)
         k = kinds + (s.kind,) if isinstance(s, L.For) else kinds
         return with_children(s, [rec(c, k) for c in L.stmt_children(s)])
     return rec(body, ())
 
 
-def used_outside(body: L.Stmt, name: str) -> bool:
+def used_outside(body: L.Stmt, name: str, names) -> bool:
     """Whether some use of ``name`` lies outside its produce/consume statements."""
     def rec(s):
+        if not B.uses(s, name, names):
+            return False
         if isinstance(s, L.ProducerConsumer) and s.name == name:
             return False
-        if B.own_uses(s, name) or (isinstance(s, L.Provide) and s.func == name):
+        if B.own_uses(s, name, names) or (isinstance(s, L.Provide) and s.func == name):
             return True
         return any(rec(c) for c in L.stmt_children(s))
     return rec(body)
@@ -145,12 +150,22 @@ def _push(e: E.Expr, depth: int = 0) -> E.Expr:
 
 
 def const_upper(e: E.Expr):
-    """A provable constant upper bound of an int32 Expr, or None."""
+    """A provable constant upper bound of an int32 Expr, or None.
+
+    The bound must not depend on the values of the free names: it is taken
+    twice, with the names anywhere in int32 and within +-2**20, and kept only
+    when both agree (``min(256, W - x)`` gives 256 both times; ``W / 8`` does
+    not) and it is at most 2**20 (what is bigger would be a heap buffer anyway;
+    that also rejects bounds that only come from a type's range)."""
     e = simplify(e)
     if isinstance(e, E.Const):
         return int(e.value)
-    hi = numeric_bounds(_push(e))[1]
-    if hi is None or hi >= 1 << 30:     # the type's range: nothing proven
+    p = _push(e)
+    free = {n.name for n in walk(p) if isinstance(n, (E.Var, E.Param, E.RVar))}
+    free |= {f"{n.image}.extent.{n.dim}" for n in walk(p) if isinstance(n, E.BufferExtent)}
+    hi = numeric_bounds(p)[1]
+    small = numeric_bounds(p, {n: (-(1 << 20), 1 << 20) for n in free})[1]
+    if hi is None or hi != small or hi > 1 << 20:   # a constant only worth it for tiles
         return None
     return int(hi)
 
@@ -165,6 +180,8 @@ class Placer:
         for ns in nests.values():
             for n in ns:
                 self.known.update(n.ranges)
+        self.names = B.Names()
+        self.func_bounds = func_value_bounds_for(plan.pipeline)
 
     def run(self) -> L.Stmt:
         plan = self.plan
@@ -185,13 +202,17 @@ class Placer:
                     lets += [(mn0, E.Var(mn)), (ext0, E.Var(ext))]
         return wrap_lets(lets, body)
 
+    def box(self, s, name, reads=True, writes=True):
+        return B.box_of(s, name, reads=reads, writes=writes, known=self.known,
+                        func_bounds=self.func_bounds, names=self.names)
+
     def _produce(self, name) -> L.Stmt:
         return L.Block.make([n.stmt for n in self.nests[name]])
 
     # -- one Func ----------------------------------------------------------------------
     def realize(self, name: str, body: L.Stmt) -> L.Stmt:
         plan = self.plan
-        if not B.uses(body, name):
+        if not B.uses(body, name, self.names):
             plan.notes.append(f"{name} is never used: not computed")
             return body
         comp, store = plan.compute[name], plan.store[name]
@@ -200,19 +221,19 @@ class Placer:
         def make(rest, kinds):
             return self.make(name, rest, kinds, with_alloc=same)
         if comp == ("root",):
-            body = insert_top(body, name, make)
+            body = insert_top(body, name, make, self.names)
         elif comp == ("innermost",):
-            body = insert_innermost(body, name, make)
+            body = insert_innermost(body, name, make, self.names)
         else:
             body = self._at(body, name, comp, make, "computed")
         if not same:
             def alloc(rest, kinds):
                 return self.allocate(name, rest, kinds, [])
             if store == ("root",):
-                body = insert_top(body, name, alloc)
+                body = insert_top(body, name, alloc, self.names)
             else:
                 body = self._at(body, name, store, alloc, "stored")
-        if used_outside(body, name):
+        if used_outside(body, name, self.names):
             raise ScheduleError(f"Func {name} is computed at {self._level_str(comp)}, but some "
                                 "statement outside that loop uses it; compute it at a loop that "
                                 "encloses every use (or compute_root)")
@@ -237,7 +258,7 @@ class Placer:
     def make(self, name: str, rest: L.Stmt, kinds: tuple, with_alloc: bool) -> L.Stmt:
         plan = self.plan
         f = plan.func(name)
-        demand = B.box_of(rest, name, writes=False, known=self.known)
+        demand = self.box(rest, name, writes=False)
         if demand is None:
             return rest
         lets = []
@@ -252,7 +273,7 @@ class Placer:
             lets += [(mn, lo), (ext, simplify(hi - lo + 1))]
         if f.updates:
             upd = L.Block.make([n.stmt for n in self.nests[name][1:]])
-            touched = B.box_of(upd, name, known=self.known)
+            touched = self.box(upd, name)
             for d, a in enumerate(f.args):
                 mn, ext = (E.Var(n) for n in region_names(name, a.name, 1, True))
                 mn0, ext0 = region_names(name, a.name, 0, True)
@@ -288,7 +309,7 @@ class Placer:
         f = self.plan.func(name)
         # Writes suffice: every read is of a point some stage wrote (the
         # interpreter checks that); reads would only clutter the Exprs.
-        box = B.box_of(stmt, name, reads=False, known=self.known)
+        box = self.box(stmt, name, reads=False)
         if box is None:
             return stmt
         values = {}
@@ -330,6 +351,34 @@ class Placer:
         if const and size <= STACK_LIMIT_BYTES:
             return "stack"
         return "heap"
+
+
+def func_value_bounds_for(pipeline) -> dict:
+    """The value range of every Func, valid for all Param values, to bound
+    data-dependent indices (``lut[f[x]]``), as Halide and the reference do.
+
+    The numeric ranges of ``analysis.intervals.func_value_bounds`` (Params
+    unbounded), except where those are unbounded and a symbolic range in the
+    Params and input extents exists (``clamp(f(x), -r, r)`` gives ``[-r, r]``)."""
+    from ..analysis.intervals import Interval, func_value_bounds
+    params = {n: Interval(None, None) for n in pipeline.params}
+    try:
+        numeric = func_value_bounds(pipeline, params=params)
+    except Exception:  # noqa: BLE001 - the value ranges only tighten bounds
+        numeric = {}
+    out = dict(numeric)
+    for name in pipeline.order():
+        f = pipeline.func(name)
+        iv = numeric.get(name)
+        if iv is not None and iv.is_bounded() and -(1 << 31) < iv.lo and iv.hi < (1 << 31) - 1:
+            continue
+        if f.updates:
+            continue
+        scope = {a.name: Interval(None, None) for a in f.args}
+        sym = B.LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
+        if sym.is_bounded():
+            out[name] = sym
+    return out
 
 
 def _subst(e, values: dict):
