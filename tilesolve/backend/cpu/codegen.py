@@ -48,7 +48,7 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...lower import ir as L
 from ...model import expr as E
-from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, llvm_type, mem_type
+from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, is_varying, llvm_type, mem_type
 from .codegen_memory import Buffer, MemoryEmitter
 from .codegen_vector import free_names, split_at_barriers, vectorize_blocker
 from .parallel import emit_parallel_for
@@ -185,6 +185,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         self.err_ptr, self.num_threads = err_ptr, num_threads
         self.notes, self.in_parallel = notes, in_parallel
         self.lanes = 1
+        self.mask = None           # <W x i1> inside a varying IfThenElse of a vector loop
         self.cache = [{}]
         self.pure_memo = {}
 
@@ -237,7 +238,9 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             raise LoweringError(f"codegen: unknown statement {type(s).__name__}")
 
     def _if(self, s: L.IfThenElse) -> None:
-        cond = self.scalar(s.cond)
+        cond = self.emit(s.cond)
+        if is_varying(cond):
+            return self._masked_if(s, self.vec(cond))
         b = self.b
         if s.else_case is None:
             with b.if_then(cond):
@@ -248,6 +251,27 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
                     self._nested(lambda: self.emit_stmt(s.then_case))
                 with otherwise:
                     self._nested(lambda: self.emit_stmt(s.else_case))
+
+    def _masked_if(self, s: L.IfThenElse, cond) -> None:
+        """An IfThenElse whose condition varies across the lanes: each branch runs with
+        the lanes where it holds as the mask (and only if there is one)."""
+        outer, b = self.mask, self.b
+        then_mask = cond if outer is None else b.and_(outer, cond)
+        self._under_mask(then_mask, s.then_case)
+        if s.else_case is not None:
+            not_cond = b.xor(cond, self.const(cond.type, 1))
+            self._under_mask(not_cond if outer is None else b.and_(outer, not_cond),
+                             s.else_case)
+
+    def _under_mask(self, mask, stmt) -> None:
+        b, outer = self.b, self.mask
+        bits = b.bitcast(mask, ir.IntType(self.lanes))
+        with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))):
+            self.mask = mask
+            try:
+                self._nested(lambda: self.emit_stmt(stmt))
+            finally:
+                self.mask = outer
 
     def _for(self, s: L.For) -> None:
         kind = s.kind

@@ -13,6 +13,8 @@ Inside a vectorized loop of W lanes an expression's value is one of
 * a :class:`Ramp` ``base + stride * lane`` (scalar base, constant stride): the loop
   variable and affine functions of it; a Load/Store whose index is a stride-1 ramp is one
   dense vector access;
+* a :class:`Guarded` ramp: a vector known to equal a ramp when a scalar condition holds,
+  e.g. ``clamp(ramp, lo, hi)`` (see ``codegen_lanes``);
 * a vector ``ir.Value`` of W lanes.
 
 Semantics (the table of types.py, as executed by evaluate.py): integers wrap (plain
@@ -21,7 +23,10 @@ variables and constants); signed ``/`` and ``%`` are Euclidean with ``x/0 == x%0
 the divisor guarded so that neither 0 nor ``INT_MIN / -1`` can trap; float ``%`` is
 ``a - b*floor(a/b)``; float min/max reproduce numpy's ``minimum``/``maximum`` exactly
 (NaN from either side propagates, ties return the second operand); float->int casts to
-8/16-bit types go through i32 and to uint32 through i64, as numpy does on x86-64.
+8/16-bit types go through i32 and to uint32 through i64, as numpy does on x86-64;
+float32 division by an odd integer constant is an exact multiply in double (proof at
+``_div_by_odd_integer``); math functions are LLVM intrinsics (libm underneath) or libm
+calls (tan, atan2), so they may differ from numpy's by a few ulps.
 """
 from __future__ import annotations
 

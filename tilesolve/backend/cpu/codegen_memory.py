@@ -17,6 +17,12 @@ ramp, |stride| 2..4   (loads) one dense load spanning the lanes, then a shuffle
 anything else         a gather/scatter: per-lane scalar accesses, in lane order
 ====================  =======================================================
 
+Under a mask (inside an IfThenElse whose condition varies across lanes, see
+``codegen.FnEmitter._masked_if``), dense accesses become ``llvm.masked.load/store``,
+gathers read the first active lane's address in inactive lanes, and scatters store only
+the active lanes.  Masked code runs only when at least one lane is active, so uniform
+loads are as safe there as in the serial program.
+
 Allocations: ``stack``/``shared``/``register`` with constant extents and at most
 :data:`STACK_LIMIT_BYTES` become one 64-byte aligned ``alloca`` in the entry block of the
 function being emitted (the entry function or an outlined parallel body, so each thread
@@ -33,7 +39,7 @@ from llvmlite import ir
 
 from ...model import expr as E
 from ...model.types import Type
-from .codegen_expr import I8, I32, I64, mem_type
+from .codegen_expr import I8, I32, I64, _mangle, mem_type
 from .codegen_lanes import Guarded, Ramp, is_varying
 
 STACK_LIMIT_BYTES = 64 * 1024
@@ -108,11 +114,13 @@ class MemoryEmitter:
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
-            return b.load(self._vec_ptr(buf, idx.base, w), align=align)
+            return self._dense_load(buf, idx.base, self.mask)
         if isinstance(idx, Ramp) and idx.stride == -1:
             start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
-            return self._reverse(b.load(self._vec_ptr(buf, start, w), align=align), w)
-        if isinstance(idx, Ramp) and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
+            mask = None if self.mask is None else self._reverse(self.mask, w)
+            return self._reverse(self._dense_load(buf, start, mask), w)
+        if isinstance(idx, Ramp) and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX \
+                and self.mask is None:
             s = idx.stride
             span = (w - 1) * abs(s) + 1
             if s > 0:
@@ -125,8 +133,35 @@ class MemoryEmitter:
                                     ir.Constant(ir.VectorType(I32, w), picks))
         return self._gather(buf, self.vec(idx), align)
 
+    def _dense_load(self, buf: Buffer, start, mask):
+        """``load <W x T>`` at element ``start``; masked lanes are not read."""
+        b = self.b
+        align = max(1, buf.type.bytes)
+        ptr = self._vec_ptr(buf, start, self.lanes)
+        if mask is None:
+            return b.load(ptr, align=align)
+        vt = ptr.type.pointee
+        fn = self.declare(f"llvm.masked.load.{_mangle(vt)}.p0", vt, [ptr.type, I32, mask.type, vt])
+        return b.call(fn, [ptr, ir.Constant(I32, align), mask, ir.Constant(vt, ir.Undefined)])
+
+    def _safe_indices(self, idx: ir.Value) -> ir.Value:
+        """Under a mask, the indices of inactive lanes replaced by that of the first active
+        lane (there is one: masked code runs only when some lane is active), so that a
+        gather never touches an address the serial program would not."""
+        if self.mask is None:
+            return idx
+        b, w = self.b, self.lanes
+        iw = ir.IntType(w)
+        bits = b.bitcast(self.mask, iw)
+        cttz = self.declare(f"llvm.cttz.i{w}", iw, [iw, ir.IntType(1)])
+        first = b.call(cttz, [bits, ir.Constant(ir.IntType(1), 1)])
+        lane = b.zext(first, I32) if w < 32 else (b.trunc(first, I32) if w > 32 else first)
+        pick = b.extract_element(idx, lane)
+        return b.select(self.mask, idx, self.vec(pick))
+
     def _gather(self, buf: Buffer, idx: ir.Value, align: int):
         b = self.b
+        idx = self._safe_indices(idx)
         vt = ir.VectorType(buf.ptr.type.pointee, self.lanes)
         out = ir.Constant(vt, ir.Undefined)
         for k in range(self.lanes):
@@ -143,6 +178,9 @@ class MemoryEmitter:
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
         if not is_varying(idx):
+            if self.mask is not None:       # the last active lane's value ends up there
+                v = self._to_mem(self.vec(value), buf.type)
+                return self._scatter(buf, self.vec(idx), v)
             if is_varying(value):
                 value = b.extract_element(self.vec(value), ir.Constant(I32, w - 1))
             b.store(self._to_mem(value, buf.type), self._addr(buf, idx), align=align)
@@ -159,18 +197,42 @@ class MemoryEmitter:
 
     def _store_lanes(self, buf: Buffer, idx, v) -> None:
         b, w = self.b, self.lanes
-        align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
-            b.store(v, self._vec_ptr(buf, idx.base, w), align=align)
+            self._dense_store(buf, idx.base, v, self.mask)
         elif isinstance(idx, Ramp) and idx.stride == -1:
             start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
-            b.store(self._reverse(v, w), self._vec_ptr(buf, start, w), align=align)
+            mask = None if self.mask is None else self._reverse(self.mask, w)
+            self._dense_store(buf, start, self._reverse(v, w), mask)
         else:
-            vi = self.vec(idx)
-            for k in range(w):
-                lane = ir.Constant(I32, k)
+            self._scatter(buf, self.vec(idx), v)
+
+    def _dense_store(self, buf: Buffer, start, v, mask) -> None:
+        b = self.b
+        align = max(1, buf.type.bytes)
+        ptr = self._vec_ptr(buf, start, self.lanes)
+        if mask is None:
+            b.store(v, ptr, align=align)
+            return
+        fn = self.declare(f"llvm.masked.store.{_mangle(v.type)}.p0", ir.VoidType(),
+                          [v.type, ptr.type, I32, mask.type])
+        b.call(fn, [v, ptr, ir.Constant(I32, align), mask])
+
+    def _scatter(self, buf: Buffer, vi, v) -> None:
+        """Per-lane stores in lane order (so the last lane wins, as in the serial loop);
+        under a mask, only the active lanes store."""
+        b = self.b
+        align = max(1, buf.type.bytes)
+        for k in range(self.lanes):
+            lane = ir.Constant(I32, k)
+
+            def store():
                 b.store(b.extract_element(v, lane),
                         self._addr(buf, b.extract_element(vi, lane)), align=align)
+            if self.mask is None:
+                store()
+            else:
+                with b.if_then(b.extract_element(self.mask, lane)):
+                    store()
 
     # -- allocations -------------------------------------------------------------------
     def emit_allocate(self, s, emit_body):

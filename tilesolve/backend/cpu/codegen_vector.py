@@ -5,10 +5,10 @@
 * :func:`vectorize_blocker` -- why the body of a vectorized loop cannot be emitted with
   W-lane vector values (None if it can).  A vectorized body may contain serial, unrolled
   or (serially run) parallel loops whose bounds are uniform across the lanes, LetStmts,
-  Stores, and IfThenElse with a uniform condition.  It may not contain an Allocate
-  (each lane would need its own copy), another vectorized loop, a loop whose bounds vary
-  across the lanes, or an IfThenElse whose condition varies.  Such a loop is emitted as a
-  scalar loop instead, and the reason is recorded in the generated module's notes.
+  Stores, and IfThenElse (a varying condition becomes a lane mask).  It may not contain
+  an Allocate (each lane would need its own copy), another vectorized loop, or a loop
+  whose bounds vary across the lanes.  Such a loop is emitted as a scalar loop instead
+  (left to LLVM's loop vectorizer), and the reason is recorded in the module's notes.
 
 Vectorizing runs the body's statements for all lanes at once, in statement order (lane
 order inside each scatter); like Halide, this assumes lowering only vectorizes loops whose
@@ -63,9 +63,6 @@ def vectorize_blocker(body: L.Stmt, var: str) -> str | None:
                 return f"nested vectorized loop {s.name}"
             if _mentions(s.min, varying) or _mentions(s.extent, varying):
                 return f"the bounds of the inner loop {s.name} vary across lanes"
-        elif isinstance(s, L.IfThenElse):
-            if _mentions(s.cond, varying):
-                return f"the condition {L._e(s.cond)} varies across lanes"
         elif isinstance(s, L.LetStmt):
             if _mentions(s.value, varying):
                 varying.add(s.name)
