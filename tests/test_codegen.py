@@ -397,3 +397,26 @@ def test_masked_vector_tails_never_touch_memory_past_the_guard(n):
     np.testing.assert_array_equal(out, want)
     assert last[0] == n - 1
     np.testing.assert_array_equal(cnt[:extra], -1.0)
+
+
+def test_loads_are_not_reused_across_stores():
+    """A Load node (hash-consed: the same object wherever it appears) must be re-read
+    after a Store to its buffer, in straight-line code and across loop iterations."""
+    i = V("s.i")
+    acc0 = ld("acc", C(0))
+    body = L.Block.make([
+        L.Store("acc", C(0), C(1.0, f32)),
+        L.Store("out", C(0), acc0),
+        L.Store("acc", C(0), acc0 + 1),
+        L.Store("out", C(1), acc0),
+        L.For("s.i", C(0), C(5), "serial", L.Block.make([
+            L.Store("trace", i, acc0),
+            L.Store("acc", C(0), acc0 * 2),
+        ])),
+        L.Store("out", C(2), E.Let("t", acc0, E.Let("t", acc0 + 1, acc0 + 2) * 0 + acc0)),
+    ])
+    kern, gen = build([buf("acc", out=True), buf("out", out=True), buf("trace", out=True)], body)
+    acc, out, trace = np.zeros(1, np.float32), np.zeros(3, np.float32), np.zeros(5, np.float32)
+    assert kern([acc, out, trace]) == 0
+    np.testing.assert_array_equal(out, [1, 2, 64])
+    np.testing.assert_array_equal(trace, [2, 4, 8, 16, 32])

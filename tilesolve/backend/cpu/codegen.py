@@ -187,7 +187,9 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         self.lanes = 1
         self.mask = None           # <W x i1> inside a varying IfThenElse of a vector loop
         self.cache = [{}]
+        self.stmt_cache = {}
         self.pure_memo = {}
+        self.load_memo = {}
 
     # -- scopes ------------------------------------------------------------------------
     def _scoped(self, name, value, emit):
@@ -216,6 +218,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
 
     # -- statements --------------------------------------------------------------------
     def emit_stmt(self, s: L.Stmt) -> None:
+        self.stmt_cache = {}            # values that read memory live for one statement
         if isinstance(s, L.Block):
             for x in s.stmts:
                 self.emit_stmt(x)

@@ -110,8 +110,17 @@ class ExprEmitter(LaneEmitter):
 
     # -- dispatch --------------------------------------------------------------------
     def emit(self, e: E.Expr, index: bool = False):
-        """The value of ``e``; ``index`` marks the add/sub/mul spine of an address."""
+        """The value of ``e``; ``index`` marks the add/sub/mul spine of an address.
+
+        Values are reused (CSE) within the scope that computed them.  An Expr that
+        reads memory is reused only within the statement being emitted: a Store in
+        between (or in a later loop iteration) may change what it reads."""
         key = (id(e), index)
+        if self.reads_memory(e):
+            v = self.stmt_cache.get(key)
+            if v is None:
+                v = self.stmt_cache[key] = self._emit_node(e, index)
+            return v
         for scope in reversed(self.cache):
             v = scope.get(key)
             if v is not None:
@@ -119,6 +128,17 @@ class ExprEmitter(LaneEmitter):
         v = self._emit_node(e, index)
         self.cache[-1][key] = v
         return v
+
+    def reads_memory(self, e) -> bool:
+        memo = self.load_memo
+        hit = memo.get(id(e))
+        if hit is None:
+            if type(e).__name__ == "Load":
+                hit = True
+            else:
+                hit = any(self.reads_memory(c) for c in _children(e))
+            memo[id(e)] = hit
+        return hit
 
     def _emit_node(self, e, index):
         if isinstance(e, E.Const):
@@ -155,14 +175,14 @@ class ExprEmitter(LaneEmitter):
 
     def _let(self, e: E.Let):
         value = self.emit(e.value)
-        saved_env, saved_cache = self.env, self.cache
+        saved = self.env, self.cache, self.stmt_cache
         self.env = dict(self.env)
         self.env[e.name] = value
-        self.cache = [{}]
+        self.cache, self.stmt_cache = [{}], {}
         try:
             return self.emit(e.body)
         finally:
-            self.env, self.cache = saved_env, saved_cache
+            self.env, self.cache, self.stmt_cache = saved
 
     # -- arithmetic ------------------------------------------------------------------
     def _binop(self, e: E.BinOp, index: bool):
@@ -389,6 +409,17 @@ class ExprEmitter(LaneEmitter):
                 out = bld.insert_element(out, lane, idx)
             return out
         raise LoweringError(f"codegen: unknown intrinsic {e.name}")
+
+
+def _children(e):
+    for f in e._fields:
+        v = getattr(e, f)
+        if isinstance(v, E.Expr):
+            yield v
+        elif isinstance(v, tuple):
+            for x in v:
+                if isinstance(x, E.Expr):
+                    yield x
 
 
 _INT32 = Type("int", 32)
