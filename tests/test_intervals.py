@@ -235,6 +235,19 @@ def test_scan_and_constant_site():
     assert _ends(reg["img"]) == [(0, 3), (0, 20)]
 
 
+def test_update_reads_and_writes_outside_the_consumers_need():
+    inp = ts.ImageParam(ts.int32, 1, "inp")
+    f, out = ts.Func("f"), ts.Func("out")
+    f[x] = inp[x]
+    r = ts.RDom((-1, 3))                 # writes -1..1, reads -3..-1 (and its own sites)
+    f[r.x] = f[r.x - 2] + f[r.x]
+    f[5] = inp[9]                        # a site written without reading f
+    out[x] = f[x]
+    reg = required_regions(ts.Pipeline(out), [2])
+    assert _ends(reg["f"]) == [(-3, 5)]
+    assert _ends(reg["inp"]) == [(-3, 9)]
+
+
 def test_rdom_with_params_and_extents():
     img = ts.ImageParam(ts.int32, 1, "img")
     n = ts.Param(ts.int32, "n")

@@ -116,19 +116,31 @@ def exprs(draw, t=int32, depth=4, names=VARS):
         if kind == "cmp":
             tt = draw(st.sampled_from(TYPES))
             op = draw(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]))
-            return E.binop(op, draw(sub(tt)), draw(sub(tt)))
+            a = draw(sub(tt))
+            b = E.binop("add", a, draw(sub(tt))) if draw(st.booleans()) else draw(sub(tt))
+            return E.binop(op, a, b)
         if kind in ("and", "or"):
             return E.logical(kind, draw(sub(bool_)), draw(sub(bool_)))
         if kind == "not":
             return ~draw(sub(bool_))
         return ts.cast(bool_, draw(sub(draw(st.sampled_from(TYPES)))))
-    kinds = ["add", "sub", "mul", "div", "mod", "min", "max", "select", "cast", "call"]
+    kinds = ["add", "sub", "mul", "div", "mod", "min", "max", "select", "cast", "call", "near",
+             "near"]
     kinds += ["math", "math"] if t.is_float() else ["abs"]
     if t == int32:
         kinds += ["let", "lut"]
     kind = draw(st.sampled_from(kinds))
+    if kind in ("div", "mod") and draw(st.booleans()):
+        return E.binop(kind, draw(sub(t)), draw(leaves(t, names)))   # a divisor from scope
     if kind in ("add", "sub", "mul", "div", "mod", "min", "max"):
         return E.binop(kind, draw(sub(t)), draw(sub(t)))
+    if kind == "near":
+        # one subexpression twice, shifted: min(e + 1, e), (e * 4 + 3) / 4 ...
+        e = draw(sub(t))
+        k = E.Const(t, draw(_float_const() if t.is_float() else _int_const(t)))
+        op = draw(st.sampled_from(["add", "add", "sub", "mul", "div", "mod", "min", "max"]))
+        return E.binop(draw(st.sampled_from(["min", "max", "sub", "div", "mod"])),
+                       E.binop(op, e, k), e)
     if kind == "select":
         return ts.select(draw(sub(bool_)), draw(sub(t)), draw(sub(t)))
     if kind == "cast":
@@ -162,7 +174,13 @@ def _names(e):
 
 @st.composite
 def _int_interval(draw, lo, hi):
-    size = draw(st.sampled_from(["small", "small", "medium", "any"]))
+    size = draw(st.sampled_from(["small", "small", "zero", "medium", "any", "edge"]))
+    if size == "edge":                        # up to one end of the type's range
+        a = draw(st.integers(lo, hi))
+        return Interval(a, hi) if draw(st.booleans()) else Interval(lo, a)
+    if size == "zero" and lo <= 0 <= hi:     # an end at or next to zero: divisors
+        a, b = draw(st.integers(max(lo, -3), 0)), draw(st.integers(0, min(hi, 3)))
+        return Interval(a, b)
     if size == "small":
         lo, hi = max(lo, -20), min(hi, 20)
     elif size == "medium":
@@ -204,7 +222,9 @@ def points(draw, scope):
         if t.is_float():
             env[name] = np.float32(draw(st.floats(iv.lo, iv.hi, width=32)))
         else:
-            env[name] = np.asarray(draw(st.integers(iv.lo, iv.hi)), dtype=t.dtype)
+            special = [v for v in (iv.lo, iv.hi, 0, 1, -1) if iv.lo <= v <= iv.hi]
+            v = draw(st.one_of(st.sampled_from(special), st.integers(iv.lo, iv.hi)))
+            env[name] = np.asarray(v, dtype=t.dtype)
     return env
 
 
@@ -268,7 +288,7 @@ def _conv(e, t):
 
 
 @st.composite
-def pipelines(draw, max_stages=4, types=TYPES, kinds=STAGE_KINDS):
+def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS):
     """A random small pipeline (1-d or 2-d) as a ``Case``."""
     dims = draw(st.integers(1, 2))
     vs = (X, Y)[:dims]
@@ -286,7 +306,8 @@ def pipelines(draw, max_stages=4, types=TYPES, kinds=STAGE_KINDS):
     for i in range(draw(st.integers(1, max_stages))):
         kind = draw(st.sampled_from(kinds))
         t = draw(st.sampled_from((int32, float32)))
-        p, q = draw(st.sampled_from(avail)), draw(st.sampled_from(avail))
+        p = avail[-1] if draw(st.booleans()) else draw(st.sampled_from(avail))   # chains
+        q = draw(st.sampled_from(avail))
         f = ts.Func(f"f{i}")
         rest = vs[1:]
         if kind == "pointwise":
@@ -312,10 +333,11 @@ def pipelines(draw, max_stages=4, types=TYPES, kinds=STAGE_KINDS):
             f[(idx,) + rest] = f[(idx,) + rest] + E.Const(t, 1)
             exact = False
         elif kind == "scan":
-            r = ts.RDom((1, draw(st.integers(1, 4))))
+            r = ts.RDom((draw(st.integers(-1, 3)), draw(st.integers(1, 4))))
+            k = draw(st.sampled_from([-1, -1, -2, 1]))
             f[vs] = _conv(p[vs], t)
             site = (r.x,) if dims == 1 else (X, r.x)
-            prev = (r.x - 1,) if dims == 1 else (X, r.x - 1)
+            prev = (r.x + k,) if dims == 1 else (X, r.x + k)
             f[site] = f[prev] + f[site]
         elif kind == "lookup":
             v = p[vs]
@@ -324,9 +346,14 @@ def pipelines(draw, max_stages=4, types=TYPES, kinds=STAGE_KINDS):
             exact = False
         elif kind == "select":
             f[vs] = ts.select(X > 1, _conv(p[(X - 1,) + rest], t), _conv(q[(X + 2,) + rest], t))
-        else:  # update_const
+        else:  # update_const: f[c] += 1, or f[c] = q[...] (the old value is not read)
+            site = (draw(st.integers(-2, 8)),) + rest
             f[vs] = _conv(p[vs], t)
-            f[(0,) + rest] = f[(0,) + rest] + E.Const(t, 1)
+            if draw(st.booleans()):
+                f[site] = f[site] + E.Const(t, 1)
+            else:
+                f[site] = _conv(q[(draw(st.integers(-1, 2)),) + rest], t)
+                exact = False     # the pure value at the site is computed, never read
         avail.append(f)
         used.append(kind)
     funcs = [a for a in avail if isinstance(a, ts.Func)]

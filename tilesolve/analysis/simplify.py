@@ -256,8 +256,9 @@ class _Simplifier:
                 return a, N.EVERYTHING
         if op == "mul" and isinstance(a, E.Const) and a.value == 1.0:
             return b, N.EVERYTHING
-        if op in ("min", "max") and a is b:
-            return a, N.EVERYTHING
+        if op in ("min", "max") and (a is b or (isinstance(b, E.Const) and
+                                             b.value == (INF if op == "min" else -INF))):
+            return a, N.EVERYTHING          # min(x, inf) is x, NaN included
         return self._keep(e, op, a, b), N.EVERYTHING
 
     # -- linear forms (integer + - * by constants) ---------------------------------------

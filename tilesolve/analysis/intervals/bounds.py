@@ -14,6 +14,7 @@ extents.  A name missing from ``scope`` is unbounded, or with
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -147,9 +148,11 @@ class Bounder:
         return r
 
     def child(self, name, iv) -> "Bounder":
-        b = Bounder(None, func_bounds=self.func_bounds, symbolic=self.symbolic)
+        """The same Bounder (subclass included) with ``name`` bound to ``iv`` (a Let)."""
+        b = copy.copy(self)
         b.scope = dict(self.scope)
         b.scope[name] = iv
+        b.memo = {}
         return b
 
     # -- dispatch ---------------------------------------------------------------------

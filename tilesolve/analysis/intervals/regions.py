@@ -87,16 +87,19 @@ class _ValueBounds:
     def get(self, name, default=None):
         if name in self.done:
             return self.done[name]
-        f = self.pipeline.funcs.get(name)
-        if f is None or name in self.busy:
+        if name not in self.pipeline.funcs or self.busy:
             return default
+        # producers first, in topological order: no deep recursion on long chains
         self.busy.add(name)
         try:
-            iv = self._compute(f)
+            for n in self.pipeline.order():
+                if n not in self.done:
+                    self.done[n] = self._compute(self.pipeline.funcs[n])
+                if n == name:
+                    break
         finally:
             self.busy.discard(name)
-        self.done[name] = iv
-        return iv
+        return self.done[name]
 
     def _compute(self, f: Func) -> Interval:
         t = f.type
