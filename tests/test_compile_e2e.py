@@ -152,3 +152,20 @@ def test_environment_and_cache_hit_in_second_process(tmp_path):
     assert runs[0] == {"hit": False, "threads": 3}
     assert runs[1] == {"hit": True, "threads": 3}
     assert list(tmp_path.glob("*.tsobj"))
+
+
+def test_output_touched_beyond_its_size_is_a_realize_error(cache):
+    """An update that writes past the requested size would write past the output array:
+    realize refuses with a RealizeError instead of corrupting memory."""
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.int32, 1, "inp")
+    r = ts.RDom((2, 2), name="r")
+    f = ts.Func("f")
+    f[x] = ts.cast(ts.float32, ts.boundary.repeat_edge(inp)[x])
+    f[r.x] = f[r.x + 1] + f[r.x]
+    pipe = ts.Pipeline(f)
+    c = ts.compile(pipe, cache_dir=cache)
+    a = np.arange(3, dtype=np.int32)
+    with pytest.raises(ts.RealizeError, match=r"output f .*\[0, 4\].*size there is 3"):
+        c.realize([3], inp=a)
+    np.testing.assert_array_equal(c.realize([5], inp=a), ts.reference.realize(pipe, [5], inp=a))

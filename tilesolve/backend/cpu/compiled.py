@@ -165,12 +165,42 @@ class CompiledPipeline:
                     lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
                     rs.append((lo, lo + ext - 1) if ext > 0 else None)
                 needed[name] = rs
+            needed[_OUTPUTS] = _output_regions(self.pipeline, out_sizes, images, params)
             if len(self._region_memo) > 256:
                 self._region_memo.clear()
             self._region_memo[key] = needed
         for name, rs in needed.items():
             if name in images:
                 _check_input(name, images[name], rs)
+        for name, box in needed[_OUTPUTS].items():
+            for d, ((lo, hi), n) in enumerate(zip(box, out_sizes[name])):
+                if lo < 0 or hi >= n:
+                    raise RealizeError(
+                        f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
+                        f"dimension {d} but its size there is {n}: the pipeline reads or "
+                        f"updates {name} beyond the size asked for; realize a larger {name}")
+
+
+_OUTPUTS = "<outputs>"
+
+
+def _output_regions(pipeline, out_sizes, images, params) -> dict:
+    """The region of each output the pipeline touches (its own updates, other Funcs
+    reading it), from the interval analysis; {} when the analysis cannot tell."""
+    from ...analysis.intervals import required_regions
+    firsts = list(out_sizes.values())
+    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
+    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
+    try:
+        boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    except BoundsError:
+        return {}
+    out = {}
+    for name in out_sizes:
+        box = boxes.get(name)
+        if box is not None and all(iv.lo is not None and iv.hi is not None for iv in box):
+            out[name] = [(int(np.floor(float(iv.lo))), int(np.ceil(float(iv.hi)))) for iv in box]
+    return out
 
 
 def _eval_int(e, env) -> int:
