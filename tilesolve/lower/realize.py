@@ -160,6 +160,8 @@ def const_upper(e: E.Expr):
     e = simplify(e)
     if isinstance(e, E.Const):
         return int(e.value)
+    if sum(1 for _ in walk(e)) > 80:     # tile extents are small Exprs; skip the rest
+        return None
     p = _push(e)
     free = {n.name for n in walk(p) if isinstance(n, (E.Var, E.Param, E.RVar))}
     free |= {f"{n.image}.extent.{n.dim}" for n in walk(p) if isinstance(n, E.BufferExtent)}
@@ -182,6 +184,10 @@ class Placer:
                 self.known.update(n.ranges)
         self.names = B.Names()
         self.func_bounds = func_value_bounds_for(plan.pipeline)
+        # Lets of realizations outside every loop go to the top of the program, in
+        # the order made (consumers first), so a producer's region refers to its
+        # consumers' region Vars instead of repeating their Exprs.
+        self.top_lets: list = []
 
     def run(self) -> L.Stmt:
         plan = self.plan
@@ -200,7 +206,13 @@ class Placer:
                 if f.updates:
                     mn0, ext0 = region_names(o, a.name, 0, True)
                     lets += [(mn0, E.Var(mn)), (ext0, E.Var(ext))]
-        return wrap_lets(lets, body)
+        return wrap_lets(lets + self.top_lets, body)
+
+    def _lets(self, lets, kinds, s):
+        if kinds:
+            return wrap_lets(lets, s)
+        self.top_lets.extend(lets)
+        return s
 
     def box(self, s, name, reads=True, writes=True):
         return B.box_of(s, name, reads=reads, writes=writes, known=self.known,
@@ -292,6 +304,9 @@ class Placer:
         if barrier and kinds[-1] != "gpu_block":
             parts.append(L.Barrier())    # the next iteration overwrites the buffer
         stmt = L.Block.make(parts)
+        if not kinds:                       # hoisted: region lets before buffer lets
+            self.top_lets.extend(lets)
+            return self.allocate(name, stmt, kinds, lets) if with_alloc else stmt
         if with_alloc:
             stmt = self.allocate(name, stmt, kinds, lets)
         return wrap_lets(lets, stmt)
@@ -328,7 +343,7 @@ class Placer:
             alets += [(mn_n, lo), (ext_n, ext)]
             extents.append(E.Var(ext_n))
         memory = self._memory(name, kinds, const, alets)
-        return wrap_lets(alets, L.Allocate(name, f.type, tuple(extents), memory, stmt))
+        return self._lets(alets, kinds, L.Allocate(name, f.type, tuple(extents), memory, stmt))
 
     def _memory(self, name, kinds, const, alets) -> str:
         asked = self.plan.memory.get(name, "auto")
