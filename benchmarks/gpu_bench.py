@@ -1,0 +1,205 @@
+"""Benchmark the CUDA backend on a real GPU, in two phases (see gpu_run.sh).
+
+    # 1. where nvcc is (no GPU needed): lower, generate, compile to cubins, pickle
+    python benchmarks/gpu_bench.py build --out build/gpu_bench [--apps blur,unsharp] [--size paper]
+    # 2. on the GPU machine (pycuda, no nvcc needed): load the cubins, check, time
+    python3 benchmarks/gpu_bench.py run --builds build/gpu_bench --json results.json
+    # check this script without a GPU: the same builds, run on the CPU shim (small sizes only)
+    python benchmarks/gpu_bench.py build --size small --out build/gpu_small
+    python benchmarks/gpu_bench.py run --builds build/gpu_small --emulate
+
+Schedules per app: ``solver`` (``ts.solve_schedule`` for the spec, when it
+succeeds), ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
+baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
+shared memory).  Printed per case, all measured in the same run: device
+milliseconds per realize (inputs resident, median), the ratio to the
+memory-bandwidth bound (bytes in + out at the device-to-device copy bandwidth
+measured on the spot), the ratio to the naive ``gpu_root`` schedule, the
+speedup over the app's numpy reference on the host CPU, and the max error
+against that reference.  No timing is ever asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import tilesolve as ts  # noqa: E402
+from tilesolve.apps import APPS  # noqa: E402
+from tilesolve.backend import cuda as C  # noqa: E402
+from tilesolve.backend.cuda.naive import gpu_inline_schedule, gpu_root_schedule  # noqa: E402
+
+DEFAULT_APPS = ("blur", "unsharp", "harris", "bilateral_grid", "max_filter", "stencil_chain",
+                "matmul", "conv_layer", "camera_pipe", "local_laplacian", "interpolate")
+
+
+def hand_blur(pipe):
+    blur_x, blur_y = pipe.func("blur_x"), pipe.func("blur_y")
+    s = ts.Schedule(pipe, target="cuda")
+    s[blur_y].gpu_tile("x", "y", "xo", "yo", "xi", "yi", 16, 16)
+    s[blur_x].compute_at(blur_y, "xo").gpu_threads("x", "y")
+    return s
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(_sig, _frame):
+    raise _Timeout()
+
+
+def schedules(name, pipe, est, spec):
+    out = {}
+    try:
+        out["solver"] = ts.solve_schedule(pipe, spec, estimates=est)
+    except Exception as e:                       # the solver's GPU path may not handle it yet
+        print(f"  {name}: solver failed: {type(e).__name__}: {str(e)[:200]}")
+    out["gpu_inline"] = gpu_inline_schedule(pipe)
+    out["gpu_root"] = gpu_root_schedule(pipe)
+    if name == "blur":
+        out["hand"] = hand_blur(pipe)
+    return out
+
+
+def build(args):
+    spec = ts.load_spec(args.spec)
+    outdir = Path(args.out)
+    outdir.mkdir(parents=True, exist_ok=True)
+    signal.signal(signal.SIGALRM, _alarm)
+    for name in args.apps.split(","):
+        app = APPS[name]
+        kw = (getattr(app, "SMALL_BUILD", None) or {}) if args.size == "small" else {}
+        sizes = app.SMALL_SIZE if args.size == "small" else app.PAPER_SIZE
+        pipe, est = app.build(sizes, **kw)
+        for sname, sched in schedules(name, pipe, est, spec).items():
+            t0 = time.perf_counter()
+            signal.alarm(args.timeout)
+            try:
+                b = C.build_cuda(pipe, sched, spec)
+            except _Timeout:
+                print(f"  {name}/{sname}: lowering + compiling took over {args.timeout} s; skipped")
+                continue
+            except Exception as e:
+                print(f"  {name}/{sname}: FAILED {type(e).__name__}: {str(e)[:300]}")
+                continue
+            finally:
+                signal.alarm(0)
+            serial = sum("single GPU thread" in n for n in b.program.notes)
+            rec = {"app": name, "schedule": sname, "sizes": list(sizes), "build_kw": kw,
+                   "schedule_text": str(sched), "build": b, "serial_kernels": serial}
+            (outdir / f"{name}__{sname}.pkl").write_bytes(pickle.dumps(rec))
+            regs = max((r.registers for r in b.resources.values()), default=0)
+            print(f"  {name}/{sname}: {len(b.program.kernels)} kernels, max {regs} registers, "
+                  f"{serial} serial, built in {time.perf_counter() - t0:.1f} s")
+
+
+def _bandwidth_gbs(cuda, nbytes=256 << 20, reps=10):
+    a, b = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
+    cuda.memcpy_dtod(b, a, nbytes)
+    s, e = cuda.Event(), cuda.Event()
+    s.record()
+    for _ in range(reps):
+        cuda.memcpy_dtod(b, a, nbytes)
+    e.record()
+    e.synchronize()
+    ms = s.time_till(e) / reps
+    a.free()
+    b.free()
+    return 2 * nbytes / (ms * 1e-3) / 1e9        # read + write
+
+
+def run(args):
+    recs = [pickle.loads(p.read_bytes()) for p in sorted(Path(args.builds).glob("*.pkl"))]
+    if not recs:
+        sys.exit(f"no builds in {args.builds}; run the build phase first")
+    bw = None
+    if not args.emulate:
+        from tilesolve.backend.cuda.runtime import CudaPipeline, availability
+        reason = availability()
+        if reason:
+            sys.exit(f"cannot run on a GPU: {reason} (use --emulate to check the script on the CPU)")
+        import pycuda.autoprimaryctx  # noqa: F401
+        import pycuda.driver as cuda
+        dev = pycuda.autoprimaryctx.device
+        bw = _bandwidth_gbs(cuda)
+        print(f"device: {dev.name()} (cc {dev.compute_capability()}), measured copy bandwidth "
+              f"{bw:.0f} GB/s")
+    results = []
+    for rec in recs:
+        name, sname, sizes, kw = rec["app"], rec["schedule"], rec["sizes"], rec["build_kw"]
+        app, b = APPS[name], rec["build"]
+        row = {"app": name, "schedule": sname, "sizes": sizes, "kernels": len(b.program.kernels)}
+        try:
+            inputs = app.make_inputs(sizes, **kw)
+            t0 = time.perf_counter()
+            ref = app.numpy_reference(inputs, sizes, **kw)
+            row["numpy_ms"] = (time.perf_counter() - t0) * 1e3
+            if args.emulate:
+                from tilesolve.backend.cuda.emulate import EmulatedPipeline
+                fast = EmulatedPipeline(b.program, b.defaults)
+            elif rec["serial_kernels"] and np.prod(sizes) > 1 << 16:
+                row["skipped"] = "a serial (one-thread) kernel at a large size"
+                results.append(row)
+                print(f"{name:16s} {sname:11s} skipped: {row['skipped']}")
+                continue
+            else:
+                fast = CudaPipeline(b.program, b.cubin, None, b.defaults)
+            out = fast.realize(sizes, **inputs)
+            outs, refs = (out if isinstance(out, tuple) else (out,)), (ref if isinstance(ref, tuple) else (ref,))
+            row["max_err"] = max(float(np.max(np.abs(np.asarray(o, np.float64) - np.asarray(r, np.float64))))
+                                 for o, r in zip(outs, refs))
+            if not args.emulate:
+                row["gpu_ms"] = fast.benchmark(sizes, repeats=args.repeats, **inputs)
+                nbytes = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(o.nbytes for o in outs)
+                row["bound_ms"] = nbytes / (bw * 1e9) * 1e3
+        except Exception as e:
+            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            traceback.print_exc()
+        results.append(row)
+    naive = {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"}
+    print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'gpu ms':>9s} {'x bound':>8s} "
+          f"{'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}")
+    for r in results:
+        if "error" in r or "skipped" in r:
+            print(f"{r['app']:16s} {r['schedule']:11s} {r.get('error') or r['skipped']}")
+            continue
+        g = r.get("gpu_ms")
+        fmt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
+        print(f"{r['app']:16s} {r['schedule']:11s} {r['kernels']:7d} {fmt(g, '%9.3f'):>9s} "
+              f"{fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
+              f"{fmt(g / naive[r['app']] if g and naive.get(r['app']) else None, '%8.2f'):>8s} "
+              f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"bandwidth_gbs": bw, "results": results}, indent=1))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="lower, generate and compile the cases (needs nvcc)")
+    b.add_argument("--out", default="build/gpu_bench")
+    b.add_argument("--apps", default=",".join(DEFAULT_APPS))
+    b.add_argument("--size", choices=("paper", "small"), default="paper")
+    b.add_argument("--spec", default="h100", help="GPU spec: compute capability and limits")
+    b.add_argument("--timeout", type=int, default=300, help="seconds per case")
+    r = sub.add_parser("run", help="check and time the built cases (needs pycuda + a GPU)")
+    r.add_argument("--builds", default="build/gpu_bench")
+    r.add_argument("--json", default=None)
+    r.add_argument("--repeats", type=int, default=20)
+    r.add_argument("--emulate", action="store_true", help="run on the CPU shim instead (small sizes)")
+    a = p.parse_args(argv)
+    (build if a.cmd == "build" else run)(a)
+
+
+if __name__ == "__main__":
+    main()
