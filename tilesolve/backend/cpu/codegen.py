@@ -34,9 +34,18 @@ unrolled (constant extent): the body once per iteration.  parallel: outlined wit
 :func:`~.parallel.emit_parallel_for` (captured values passed as arguments, buffer pointers
 ``noalias``); a parallel loop inside another, or inside a vectorized loop, runs serially.
 vectorized (constant extent W): the body once, with W-lane values (see
-``codegen_expr``/``codegen_memory``); when the body cannot be vectorized
-(``codegen_vector.vectorize_blocker``) a scalar loop is emitted and the reason goes
-into :attr:`GeneratedModule.notes`.
+``codegen_lanes``/``codegen_expr``/``codegen_memory``): uniform values stay scalar,
+affine indices are ramps (dense vector loads/stores), clamped ramps branch between a
+dense access and a gather, other indices gather/scatter, an IfThenElse whose condition
+varies becomes a lane mask (masked loads/stores), inner loops with uniform bounds run
+with a vector body.  When the body cannot be vectorized (an allocation, a nested
+vectorized loop, inner loop bounds that vary: ``codegen_vector.vectorize_blocker``) a
+scalar loop is emitted, left to LLVM's loop vectorizer, and the reason goes into
+:attr:`GeneratedModule.notes`.  Every other loop tells LLVM's loop vectorizer to keep
+out (``llvm.loop.vectorize.enable false``): the schedule decides what is vectorized.
+
+Common subexpressions: a value is reused within the scope (loop body, branch) that
+computed it; a value that reads memory only within one statement.
 """
 from __future__ import annotations
 
