@@ -12,9 +12,8 @@ arguments are copied into padded layouts (a gap after every row and plane,
 never written), so an index past the end of a row is caught as well.
 
 Speed: a loop whose body is a chain of loops, lets and guards ending in one
-Store runs as one numpy evaluation over all its iterations (broadcasting one
-axis per loop), unless an iteration reads an element stored by an earlier
-iteration of the same nest (a scan): then it runs serially, point by point.
+Store runs as numpy evaluations over many iterations at once
+(``interpret_vector.py``); what cannot runs serially, point by point.
 Parallel, vectorized, unrolled and GPU loops all run serially (GPU
 emulation: ``Barrier`` is a no-op).
 """
@@ -27,6 +26,7 @@ from ..model import expr as E
 from ..model.evaluate import evaluate
 from ..model.visit import mutate
 from . import ir as L
+from .interpret_vector import VectorMode
 
 PAD = 2
 
@@ -47,10 +47,6 @@ class _Buf:
         self.name, self.data, self.written, self.is_input = name, data, written, is_input
 
 
-class _Fallback(Exception):
-    pass
-
-
 def _padded(arr: np.ndarray, dtype, fill_written: bool):
     """A flat padded copy of ``arr``: (flat data, written mask, strides innermost first)."""
     ext = list(reversed(arr.shape))
@@ -68,7 +64,7 @@ def _padded(arr: np.ndarray, dtype, fill_written: bool):
     return data.reshape(-1), written.reshape(-1), strides
 
 
-class Interpreter:
+class Interpreter(VectorMode):
     def __init__(self, lowered: L.LoweredPipeline):
         self.lowered = lowered
         self.refs: dict = {}
@@ -200,108 +196,12 @@ class Interpreter:
         mn, ext = int(self.ev(s.min, env)), int(self.ev(s.extent, env))
         if ext <= 0:
             return
-        if self._chain(s) is not None:
-            try:
-                self._vector(s, env)
-                return
-            except _Fallback:
-                pass
+        if self.run_chain(s, env):
+            return
         inner = dict(env)
         for i in range(mn, mn + ext):
             inner[s.name] = np.int32(i)
             self.exec(s.body, inner)
-
-    # -- vector mode -----------------------------------------------------------------------
-    def _chain(self, s):
-        """The loops/lets/guards/store chain under For ``s`` (or None)."""
-        hit = self.eligible.get(id(s))
-        if hit is not None:
-            return hit[1]
-        chain, x = [], s
-        while True:
-            chain.append(x)
-            if isinstance(x, (L.For, L.LetStmt)):
-                x = x.body
-            elif isinstance(x, L.IfThenElse) and x.else_case is None:
-                x = x.then_case
-            elif isinstance(x, L.Store):
-                break
-            else:
-                chain = None
-                break
-        self.eligible[id(s)] = (s, chain)
-        return chain
-
-    def _vector(self, s, env):
-        chain = self._chain(s)
-        depth = sum(isinstance(x, L.For) for x in chain)
-        env = dict(env)
-        mask = np.ones((1,) * depth, dtype=bool)
-        shape = [1] * depth
-        axis = 0
-        self.recording = []
-        try:
-            for x in chain[:-1]:
-                if isinstance(x, L.For):
-                    mn, ext = self.ev(x.min, env), self.ev(x.extent, env)
-                    if np.ndim(mn) or np.ndim(ext):
-                        if np.size(mn) != 1 or np.size(ext) != 1:
-                            raise _Fallback()
-                    mn, ext = int(np.asarray(mn).reshape(-1)[0]), int(np.asarray(ext).reshape(-1)[0])
-                    if ext <= 0:
-                        return
-                    r = [1] * depth
-                    r[axis] = ext
-                    shape[axis] = ext
-                    env[x.name] = np.arange(mn, mn + ext, dtype=np.int32).reshape(r)
-                    axis += 1
-                elif isinstance(x, L.LetStmt):
-                    env[x.name] = self.ev(x.value, env)
-                else:
-                    self.mask = mask
-                    mask = mask & np.asarray(self.ev(x.cond, env), dtype=bool)
-            store = chain[-1]
-            self.mask = mask
-            idx = self.ev(store.index, env)
-            val = self.ev(store.value, env)
-            loads = self.recording
-        finally:
-            self.recording = None
-            self.mask = True
-        shape = tuple(shape)
-        m = np.broadcast_to(mask, shape).reshape(-1)
-        idx = np.broadcast_to(np.asarray(idx).astype(np.int64), shape).reshape(-1)
-        val = np.broadcast_to(np.asarray(val), shape).reshape(-1)
-        iters = np.nonzero(m)[0]
-        idx, val = idx[m], val[m]
-        buf = self._store_buf(store.buffer)
-        if idx.size and ((idx < 0) | (idx >= buf.data.size)).any():
-            bad = idx[(idx < 0) | (idx >= buf.data.size)][0]
-            raise LoweringError(f"Store to {store.buffer} at flat index {int(bad)}, outside the "
-                                f"buffer (size {buf.data.size})")
-        # a scan: some iteration reads what an earlier one of this nest stores
-        if idx.size:
-            uniq, first = np.unique(idx, return_index=True)
-            first_iter = iters[first]
-            for lb, li, lm in loads:
-                if lb is not buf:
-                    continue
-                li = np.broadcast_to(li, shape).reshape(-1)
-                lmask = np.broadcast_to(lm, shape).reshape(-1)
-                j = np.nonzero(lmask)[0]
-                pos = np.searchsorted(uniq, li[j])
-                pos = np.minimum(pos, uniq.size - 1)
-                hit = (uniq[pos] == li[j]) & (first_iter[pos] < j)
-                if hit.any():
-                    raise _Fallback()
-        for lb, li, lm in loads:
-            self._check_loads(lb, np.broadcast_to(li, shape), np.broadcast_to(lm, shape))
-        if idx.size:
-            rev = idx[::-1]
-            uniq, first_rev = np.unique(rev, return_index=True)
-            last = idx.size - 1 - first_rev
-            buf.data[uniq] = val[last]
-            buf.written[uniq] = True
 
 
 # ---------------------------------------------------------------------------
