@@ -86,6 +86,21 @@ def test_histogram_scatter_runs_on_one_thread():
 
 
 @needs_cxx
+def test_single_thread_code_is_followed_by_a_barrier():
+    """A store outside thread loops runs on thread 0; the threads after it wait for it."""
+    b, t = V("out.b"), V("out.t")
+    body = For("out.b", c(0), S.ext("out", 0) / 8, "gpu_block", Allocate(
+        "acc", T.int32, (c(1),), "shared", Block.make([
+            Store("acc", c(0), b * 100),
+            For("out.t", c(0), c(8), "gpu_thread", Store("out", b * 8 + t, load("acc", c(0), T.int32) + t))])))
+    prog = generate(_lp(body))
+    assert "if (threadIdx.x == 0) {  // one thread of the block" in prog.source
+    assert "__syncthreads();  // the other threads wait for its stores" in prog.source
+    out = EmulatedPipeline(prog).realize([24])
+    np.testing.assert_array_equal(out, (np.arange(24) // 8) * 100 + np.arange(24) % 8)
+
+
+@needs_cxx
 def test_host_plan_serial_kernel_and_host_loop():
     prog = generate(S.channels_ir())
     plan = prog.plan_str()
@@ -294,6 +309,45 @@ def test_lowered_blur_gpu_schedule_matches_reference():
                                       ts.reference.realize(pipe, [w, h], input=a))
     with pytest.raises(ts.RealizeError, match="input"):
         emu.realize([50, 37], input=_img(37, 50).astype(np.float64))
+
+
+@needs_cxx
+@pytest.mark.parametrize("which", ["gpu_inline", "hand"])
+def test_blur_app_with_gpu_schedules_matches_numpy(which):
+    from tilesolve.apps import get_app
+    from tilesolve.backend.cuda.naive import gpu_inline_schedule
+    app = get_app("blur")
+    pipe, _ = app.build(app.SMALL_SIZE)
+    if which == "hand":
+        s = ts.Schedule(pipe, target="cuda")
+        s[pipe.func("blur_y")].gpu_tile("x", "y", "xo", "yo", "xi", "yi", 16, 8)
+        s[pipe.func("blur_x")].compute_at(pipe.func("blur_y"), "xo").gpu_threads("x", "y")
+    else:
+        s = gpu_inline_schedule(pipe)
+    inputs = app.make_inputs([45, 21])
+    out = C.emulate_cuda(pipe, s).realize([45, 21], **inputs)
+    np.testing.assert_allclose(out, app.numpy_reference(inputs, [45, 21]), rtol=1e-6)
+
+
+@needs_cxx
+def test_program_pickles_and_runs_the_same():
+    """gpu_run.sh builds programs on one machine and runs them on another."""
+    import pickle
+    prog = pickle.loads(pickle.dumps(generate(S.blur_ir())))
+    a = _img(37, 50)
+    np.testing.assert_array_equal(EmulatedPipeline(prog).realize([50, 37], input=a),
+                                  ts.reference.realize(S.blur_pipeline(), [50, 37], input=a))
+
+
+def test_launch_limits_are_checked_at_run_time():
+    from tilesolve.backend.cuda.plan import launch_dims
+    k = generate(S.map2d_ir()).kernels[0]
+    env = {"out.extent.0": np.int32(16), "out.extent.1": np.int32(8 * 70000)}
+    with pytest.raises(ts.RealizeError, match="grid dimension y is 70000"):
+        launch_dims(k, env)
+    assert launch_dims(k, {"out.extent.0": np.int32(17), "out.extent.1": np.int32(8)}) == \
+        ((3, 1, 1), (8, 8, 1))
+    assert launch_dims(k, {"out.extent.0": np.int32(0), "out.extent.1": np.int32(8)}) is None
 
 
 # ---------------------------------------------------------------------------

@@ -270,6 +270,8 @@ class KernelBuilder:
             self.stmt(s, True)
             self.bound = saved
             self.close()
+            if self.thread_level == 0 and not tail:
+                self.line("__syncthreads();  // the other threads wait for its stores")
             return
         e = self.pr
         if isinstance(s, Block):

@@ -82,6 +82,8 @@ class _PycudaDevice:
         handle.free()
 
     def launch(self, kernel, grid, block, args):
+        # a C++ bool parameter is one byte: pass numpy bools as uint8
+        args = [a.astype(np.uint8) if isinstance(a, np.bool_) else a for a in args]
         self.functions[kernel.name](*args, block=tuple(block), grid=tuple(grid))
 
 
