@@ -130,3 +130,20 @@ def numpy_reference(inputs, sizes, s_sigma: int = 8):
 
 def _lerp(a, b, w):
     return a * (np.float32(1) - w) + b * w
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/bilateral_grid``: ``blurx`` at root (``x``
+    inside ``z`` inside ``y``), parallel over grid rows; ``blurz`` per grid row of
+    ``blurx`` and the histogram per row of ``blurz`` (its update with ``c``
+    innermost); ``blury`` per task of the output, which runs 8 rows per task in
+    parallel; ``interpolated`` inlined; vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["blurx"].compute_root().reorder("x", "z", "y", "c").parallel("y").vectorize("x", 16)
+    s["blurz"].compute_at("blurx", "y").vectorize("x", 16)
+    s["histogram"].compute_at("blurz", "y")
+    s["histogram"].update(0).reorder("c", "r.x", "r.y", "x", "y")
+    s["blury"].compute_at("bilateral_grid", "y").vectorize("x", 16)
+    s["bilateral_grid"].parallel("y", 8).vectorize("x", 16)
+    return s

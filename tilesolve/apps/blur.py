@@ -53,3 +53,14 @@ def numpy_reference(inputs, sizes, dtype: str = "float32"):
 
     bx = div3(a[:, 0:w] + a[:, 1:w + 1] + a[:, 2:w + 2])
     return div3(bx[0:h] + bx[1:h + 1] + bx[2:h + 2])
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/blur``, as overlapped tiles (tilesolve has no
+    sliding window): 256 x 32 tiles of ``blur_y``, parallel over rows of tiles,
+    ``blur_x`` computed per tile (34 rows for 32), both vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["blur_y"].tile("x", "y", "xi", "yi", 256, 32).parallel("y").vectorize("xi", 16)
+    s["blur_x"].compute_at("blur_y", "x").vectorize("x", 16)
+    return s

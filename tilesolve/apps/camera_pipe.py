@@ -134,3 +134,21 @@ def make_inputs(sizes, seed: int = 0):
            "matrix_7000": np.array(MATRIX_7000, np.float32)}
     out.update(PARAMS)
     return out
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/camera_pipe`` with tiles in place of its
+    sliding windows and folded storage: ``matrix``, the ``curve`` LUT and the sharpen
+    strength at root; ``processed`` in 128 x 32 tiles (channels inside a tile),
+    parallel over rows of tiles; the hot-pixel filter, the deinterleaved channels,
+    demosaic's ``g_r``/``g_b`` and output, the curved image and the unsharp blur's
+    first pass computed per tile; everything vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    for f in ("matrix", "curve", "sharpen_strength_x32"):
+        s[f].compute_root()
+    s["processed"].tile("x", "y", "xi", "yi", 128, 32).reorder("xi", "c", "yi", "x", "y") \
+        .parallel("y").vectorize("xi", 16)
+    for f in ("denoised", "deinterleaved", "g_r", "g_b", "demosaiced", "curved", "unsharp_y"):
+        s[f].compute_at("processed", "x").vectorize("x", 16)
+    return s

@@ -59,3 +59,19 @@ def numpy_reference(inputs, sizes, in_channels: int = 64):
                 patch = a[:, rz, ry:ry + h, rx:rx + w]                 # [n, y, x]
                 acc = acc + f[:, rz, ry, rx][None, :, None, None] * patch[:, None]
     return np.maximum(np.float32(0), acc)
+
+
+def hand_schedule(pipe):
+    """After Halide's CPU schedule for ``apps/conv_layer``, vectorized over ``x`` (the
+    channel is not innermost here): ``relu`` in 32 x 4 blocks, parallel over
+    (channel, batch); ``conv`` per block, its update with the block innermost (2
+    vectors of 16 x 4 rows unrolled: 8 accumulators) and the RDom outside."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["relu"].split("x", "x", "xi", 32).split("y", "y", "yi", 4) \
+        .reorder("xi", "yi", "x", "y", "z", "n").fuse("z", "n", "zn").parallel("zn") \
+        .vectorize("xi", 16)
+    s["conv"].compute_at("relu", "x").vectorize("x", 16)
+    s["conv"].update(0).reorder("x", "y", "r.x", "r.y", "r.z", "z", "n").vectorize("x", 16) \
+        .unroll("x", 2).unroll("y", 4)
+    return s

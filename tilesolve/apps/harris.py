@@ -94,3 +94,16 @@ def numpy_reference(inputs, sizes):
     out = det - f(0.04) * tr * tr
     assert out.shape == (h + 2, w + 2)
     return out[1:h + 1, 1:w + 1]
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/harris`` with tiles for its sliding windows:
+    ``output`` in 256 x 32 tiles, parallel over rows of tiles, ``gray``, ``Ix`` and
+    ``Iy`` computed per tile, the products, box sums, det and trace inlined; all
+    vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["output"].tile("x", "y", "xi", "yi", 256, 32).parallel("y").vectorize("xi", 16)
+    for f in ("gray", "Ix", "Iy"):
+        s[f].compute_at("output", "x").vectorize("x", 16)
+    return s

@@ -96,3 +96,20 @@ def numpy_reference(inputs, sizes):
     blue = u8(eq + f32(1.765) * (Cb - f32(128)))
     w, h = sizes[0], sizes[1]
     return np.stack([red, green, blue])[:, :h, :w]
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/hist`` without ``rfactor``/``in()``: the row
+    histograms at root, 8 rows per parallel task; the column sum at root with the
+    256 bins vectorized inside the row loop; the ``cdf`` scan at root; the output
+    with ``c`` inside the vectorized ``x`` steps, 8 rows per parallel task; ``Y``,
+    ``Cr``, ``Cb`` and ``equalize`` inlined; vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["hist_rows"].compute_root().parallel("y", 8).vectorize("x", 16)
+    s["hist_rows"].update(0).parallel("y", 8)
+    s["hist"].compute_root().vectorize("x", 16)
+    s["hist"].update(0).reorder("x", "ry.x").vectorize("x", 16)
+    s["cdf"].compute_root()
+    s["output"].vectorize("x", 16).reorder("x_v", "c", "x", "y").parallel("y", 8)
+    return s

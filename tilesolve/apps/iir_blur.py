@@ -72,3 +72,23 @@ def numpy_reference(inputs, sizes):
     a = inputs["input"]
     t = np.swapaxes(_np_blur_cols(a, alpha), 1, 2)       # transpose: [c, x, y]
     return np.ascontiguousarray(np.swapaxes(_np_blur_cols(t, alpha), 1, 2))
+
+
+def hand_schedule(pipe):
+    """After Halide's CPU schedule for ``apps/iir_blur`` (one vectorized loop per stage
+    here): each transpose at root in 64-column strips run in parallel (channels
+    inside), 16 x 64 blocks vectorized along the written rows; the column filter
+    computed per strip and channel, its scans with ``x`` innermost, vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    for k, tr in ((0, "transpose_0"), (1, "output")):
+        s[tr].compute_root().split("y", "yo", "yi", 64).split("x", "xo", "xi", 16) \
+            .reorder("xi", "yi", "xo", "c", "yo").parallel("yo").vectorize("xi")
+        blur = f"blur_cols_{k}"
+        s[blur].compute_at(tr, "c").vectorize("x", 16)
+        for u in range(3):
+            st = s[blur].update(u)
+            if u > 0:
+                st.reorder("x", f"ry_{k}.x")
+            st.vectorize("x", 16)
+    return s

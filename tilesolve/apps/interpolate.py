@@ -128,3 +128,28 @@ def numpy_reference(inputs, sizes, levels: int = 10):
         interp = Plane(d + (f32(1.0) - d[3:4]) * u, x0, y0)
     out = interp.crop(0, 0, w, h)
     return out[:3] / out[3:4]
+
+
+def hand_schedule(pipe):
+    """After Halide's CPU schedule for ``apps/interpolate``: every downsampled level
+    but the first at root, in 8-row strips run in parallel, each with its horizontal
+    pass computed per strip; the upsampled levels ``interpolated_1`` .. at root the
+    same way (Halide recomputes them inline; at root each is computed once); the
+    output in 128 x 32 tiles, parallel over rows of tiles, ``interpolated_0``
+    computed per tile; vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    L = 0
+    while f"downsampled_{L}" in pipe.funcs:
+        L += 1
+    for l in range(1, L):
+        s[f"downsampled_{l}"].compute_root().split("y", "yo", "y", 8) \
+            .reorder("x", "y", "c", "yo").parallel("yo").vectorize("x", 16)
+        s[f"downx_{l}"].compute_at(f"downsampled_{l}", "yo").vectorize("x", 16)
+    for l in range(1, L - 1):
+        s[f"interpolated_{l}"].compute_root().split("y", "yo", "y", 8) \
+            .reorder("x", "y", "c", "yo").parallel("yo").vectorize("x", 16)
+    s["normalize"].tile("x", "y", "xi", "yi", 128, 32).reorder("xi", "yi", "c", "x", "y") \
+        .parallel("y").vectorize("xi", 16)
+    s["interpolated_0"].compute_at("normalize", "x").vectorize("x", 16)
+    return s

@@ -167,3 +167,46 @@ def make_inputs(sizes, seed: int = 0, pyramid_levels: int = 8):
     src = np.clip(xx - 2 * disp, 0, w - 1)
     right = left[:, np.broadcast_to(yy, (h, w)), src]
     return {"left_im": left.astype(np.uint8), "right_im": right.astype(np.uint8), **p}
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/lens_blur``: the first cost pyramid level at
+    root (``c``, ``z`` inside each 16-wide ``x`` step, 4 rows per parallel task) with
+    the cost volume and its two sums computed per step; ``cost_pyramid_pull_1`` at
+    root, parallel over slices, with the deeper push and pull levels computed per
+    slice; the argmin (``min_cost``, ``depth``) and ``input_with_alpha`` at root, 8
+    rows per parallel task; the output parallel over rows, with the worst-case bokeh
+    radius per row and the sample offsets, weights and gather per 16-wide step.
+    Updates run with ``x`` innermost; vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    L = 0
+    while f"cost_pyramid_pull_{L}" in pipe.funcs:
+        L += 1
+    s["cost_pyramid_push_0"].compute_root().vectorize("x", 16) \
+        .reorder("x_v", "c", "z", "x", "y").parallel("y", 4)
+    s["cost"].compute_at("cost_pyramid_push_0", "x").vectorize("x", 16)
+    for f in ("cost_sq_sum", "cost_mean_sum"):
+        s[f].compute_at("cost_pyramid_push_0", "x").vectorize("x", 16)
+        s[f].update(0).reorder("x", "y", "r_slices.x").vectorize("x", 16)
+    s["cost_pyramid_pull_1"].compute_root().reorder("x", "y", "c", "z").parallel("z") \
+        .vectorize("x", 16)
+    for i in range(1, L):
+        s[f"cost_pyramid_push_{i}"].compute_at("cost_pyramid_pull_1", "z").vectorize("x", 16)
+        if i > 1:
+            s[f"cost_pyramid_pull_{i}"].compute_at("cost_pyramid_pull_1", "z") \
+                .vectorize("x", 16)
+    for f in ("min_cost", "depth"):
+        s[f].compute_root().parallel("y", 8).vectorize("x", 16)
+        s[f].update(0).reorder("x", "y", "r_depth.x").parallel("y", 8).vectorize("x", 16)
+    s["input_with_alpha"].compute_root().vectorize("x", 16).reorder("x_v", "c", "x", "y") \
+        .parallel("y", 8)
+    s["final"].vectorize("x", 16).reorder("x_v", "c", "x", "y").parallel("y")
+    for f in ("worst_case_bokeh_radius_y", "worst_case_bokeh_radius"):
+        s[f].compute_at("final", "y").vectorize("x", 16)
+        s[f].update(0).reorder("x", "y", "r_max.x").vectorize("x", 16)
+    s["output"].compute_at("final", "x").vectorize("x", 16)
+    s["output"].update(0).reorder("x", "c", "s.x", "y").vectorize("x", 16)
+    for f in ("sample_weight", "sample_u", "sample_v"):
+        s[f].compute_at("final", "x").vectorize("x", 16)
+    return s

@@ -255,3 +255,37 @@ def numpy_reference(inputs, sizes, pyramid_levels: int = 8):
     gr = gray.crop(0, 0, w, h)
     color = img * (og + f32(0.01)) / (gr + f32(0.01))
     return np.clip(color, f32(0), f32(65535)).astype(np.uint16)
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/local_laplacian``: ``remap`` and ``gray`` at
+    root; levels 1-4 of the input and remapped Gaussian pyramids at root, parallel
+    over strips of rows (``gPyramid`` with ``k`` inside ``y``), each level's vertical
+    downsampling computed per strip (Halide clones ``gPyramid[0]`` into level 1;
+    here it is inlined there and computed once per strip as the first pass); deeper
+    levels at root, parallel over ``k``; the output in 32-row strips, parallel, with
+    every level of the collapsed output pyramid but the coarsest computed per strip.
+    Vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    J = 0
+    while f"gPyramid_{J}" in pipe.funcs:
+        J += 1
+    s["remap"].compute_root()
+    s["output"].split("y", "yo", "y", 32).reorder("x", "c", "y", "yo").parallel("yo") \
+        .vectorize("x", 16)
+    s["gray"].compute_root().parallel("y", 16).vectorize("x", 16)
+    for j in range(1, J):
+        g = s[f"gPyramid_{j}"].compute_root().reorder("x", "k", "y")
+        ing = s[f"inGPyramid_{j}"].compute_root()
+        if j < 5:
+            g.split("y", "yo", "y", 8).parallel("yo").vectorize("x", 16)
+            ing.parallel("y", 8).vectorize("x", 16)
+            s[f"gPyramid_{j}_downy"].compute_at(f"gPyramid_{j}", "yo").vectorize("x", 16)
+            s[f"inGPyramid_{j}_downy"].compute_at(f"inGPyramid_{j}", "y").vectorize("x", 16)
+        else:
+            g.parallel("k")
+    for j in range(J - 1):
+        s[f"outGPyramid_{j}"].compute_at("output", "yo").vectorize("x", 16)
+    s[f"outGPyramid_{J - 1}"].compute_root()
+    return s

@@ -47,3 +47,16 @@ def make_inputs(sizes, seed: int = 0, k: int | None = None):
 
 def numpy_reference(inputs, sizes, k: int | None = None):
     return (inputs["A"].astype(np.float64) @ inputs["B"].astype(np.float64)).astype(np.float32)
+
+
+def hand_schedule(pipe):
+    """A register-blocked matmul: ``output`` in 32 x 8 tiles, parallel over rows of
+    tiles; ``prod`` per tile, its update with the tile innermost (2 vectors of 16 x
+    8 rows unrolled: 16 accumulators) and ``r`` outside."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["output"].tile("x", "y", "xi", "yi", 32, 8).parallel("y").vectorize("xi", 16)
+    s["prod"].compute_at("output", "x").vectorize("x", 16)
+    s["prod"].update(0).reorder("x", "y", "r.x").vectorize("x", 16).unroll("x", 2) \
+        .unroll("y", 8)
+    return s

@@ -103,3 +103,22 @@ def numpy_reference(inputs, sizes, radius: int = 26):
             v = np.maximum(v, col[:, m + d:m + d + h])
         out = np.maximum(out, v)
     return out
+
+
+def hand_schedule(pipe):
+    """After Halide's CPU schedule for ``apps/max_filter``: the small LUTs at root;
+    ``vert_log`` at root (Halide computes it per 256-column strip of the output, but
+    here the output's update reads it, which allows only root), in 256-column strips
+    run in parallel, its scan with ``x`` innermost; ``vert`` inlined; the output 8
+    rows per parallel task, its update with ``x`` inside ``dx``; vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    for f in ("slice_for_radius", "filter_height_sum", "filter_height"):
+        s[f].compute_root()
+    s["vert_log"].compute_root().split("x", "xo", "x", 256).reorder("x", "y", "c", "t", "xo") \
+        .parallel("xo").vectorize("x", 16)
+    s["vert_log"].update(0).split("x", "xo", "x", 256).reorder("x", "r.x", "r.y", "c", "xo") \
+        .parallel("xo").vectorize("x", 16)
+    s["output"].parallel("y", 8).vectorize("x", 16)
+    s["output"].update(0).reorder("x", "dx.x", "y", "c").parallel("y", 8).vectorize("x", 16)
+    return s

@@ -114,3 +114,22 @@ def numpy_reference(inputs, sizes, patch_size: int = 7, search_area: int = 7):
             for c in range(4):
                 acc[c] = acc[c] + wgt * (nb[c] if c < 3 else f32(1))
     return np.clip(acc[:3] / acc[3:4], f32(0), f32(1))
+
+
+def hand_schedule(pipe):
+    """After Halide's CPU schedule for ``apps/nl_means``: the output in 64 x 16 tiles
+    (channels inside), parallel over rows of tiles; per tile the patch distances, their
+    two box sums and the weighted sum (Halide computes the last per vector); every
+    update with ``x`` innermost, vectorized by 16 floats."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["non_local_means"].tile("x", "y", "xi", "yi", 64, 16).reorder("xi", "yi", "c", "x", "y") \
+        .parallel("y").vectorize("xi", 16)
+    for f in ("non_local_means_sum", "blur_d_sum", "blur_d_y_sum", "d_sum"):
+        s[f].compute_at("non_local_means", "x").vectorize("x", 16)
+    s["non_local_means_sum"].update(0).reorder("x", "y", "c", "s_dom.x", "s_dom.y") \
+        .vectorize("x", 16)
+    s["blur_d_sum"].update(0).reorder("x", "patch_dom.x").vectorize("x", 16)
+    s["blur_d_y_sum"].update(0).reorder("x", "patch_dom.x").vectorize("x", 16)
+    s["d_sum"].update(0).reorder("x", "channels.x").vectorize("x", 16)
+    return s

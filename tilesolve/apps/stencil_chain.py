@@ -68,3 +68,28 @@ def numpy_reference(inputs, sizes, stages: int = 32, dtype: str = "float32"):
                 e = e + tp(_weight(i, j, dtype)) * cur[2 + j:H - 2 + j, 2 + i:W - 2 + i]
         cur = e
     return cur
+
+
+def hand_schedule(pipe, group: int = 8, tile=(256, 64)):
+    """Halide's CPU schedule for ``apps/stencil_chain``: the stages in groups of
+    ``group`` (Halide: 11) counted back from the output; the last stage of each group
+    is computed at root in ``tile`` tiles, parallel over rows of tiles, and the other
+    stages of its group are computed per tile (overlapped tiles, as tilesolve has no
+    sliding window; the margin grows by 2 pixels a stage).  The final stage is
+    inlined into ``output``.  Everything vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    n = sum(1 for name in pipe.funcs if name.startswith("stage_"))
+    out, last = "output", n - 1
+    while True:
+        h = s[out]
+        if out != "output":
+            h.compute_root()
+        h.tile("x", "y", "xi", "yi", tile[0], tile[1]).parallel("y").vectorize("xi", 16)
+        first = max(0, last - group + 1)
+        for i in range(first, last):
+            s[f"stage_{i}"].compute_at(out, "x").vectorize("x", 16)
+        if first == 0:
+            return s
+        last = first - 1
+        out = f"stage_{last}"

@@ -79,3 +79,18 @@ def numpy_reference(inputs, sizes):
     g = gray[3:h + 3, 3:w + 3]
     ratio = (f(2) * g - bx) / g
     return (ratio[None] * a).astype(np.float32)
+
+
+def hand_schedule(pipe):
+    """Halide's CPU schedule for ``apps/unsharp`` with tiles for its sliding windows:
+    the 4-entry ``kernel`` at root; ``output`` in 256 x 32 tiles (channels inside a
+    tile), parallel over rows of tiles; ``gray``, ``blur_y`` and ``ratio`` computed
+    per tile (``blur_x`` and ``sharpen`` inlined into ``ratio``), all vectorized by 16."""
+    from ..model.schedule import Schedule
+    s = Schedule(pipe)
+    s["kernel"].compute_root()
+    s["output"].tile("x", "y", "xi", "yi", 256, 32).reorder("xi", "c", "yi", "x", "y") \
+        .parallel("y").vectorize("xi", 16)
+    for f in ("gray", "blur_y", "ratio"):
+        s[f].compute_at("output", "x").vectorize("x", 16)
+    return s
