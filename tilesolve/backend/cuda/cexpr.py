@@ -94,7 +94,12 @@ _C_KEYWORDS = set(keyword.kwlist) | {
     "union", "unsigned", "void", "volatile", "while", "bool", "class", "new", "delete",
     "template", "this", "namespace", "using", "operator", "private", "public", "protected",
     "friend", "virtual", "true", "false", "try", "catch", "throw", "typename", "main",
-    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs"}
+    "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "min", "max", "abs",
+    "dim3", "uint3", "cudasim", "printf", "malloc", "free", "memcpy", "assert", "isnan"}
+
+
+# a buffer named ``exp`` would hide the function ``exp``: math names are reserved too
+_C_KEYWORDS |= set(_MATH32.values()) | set(_MATH64.values())
 
 
 def ctype(t: Type) -> str:

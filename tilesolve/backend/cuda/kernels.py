@@ -203,11 +203,11 @@ class KernelBuilder:
         n = len(blocks)
         self.block_axis, self.fused = {}, []
         exts = [self.host_expr(b.extent, f"the extent of gpu_block loop {b.name}") for b in blocks]
-        self.block_ext = {b.name: x for b, x in zip(blocks, exts)}
+        self.block_ext = {id(b): x for b, x in zip(blocks, exts)}
         grid = [_ONE, _ONE, _ONE]
         for i, b in enumerate(blocks):
             axis = n - 1 - i if n <= 3 else (2 if i < n - 2 else n - 1 - i)
-            self.block_axis[b.name] = axis
+            self.block_axis[id(b)] = axis
             if n > 3 and i < n - 2:
                 self.fused.append(b)
                 grid[2] = exts[i] if grid[2] is _ONE else _simplify(grid[2] * exts[i])
@@ -222,11 +222,11 @@ class KernelBuilder:
                 if axis > 2:
                     raise LoweringError(f"kernel {self.name}: gpu_thread loop {t.name} has {axis} "
                                         "thread loops inside it; CUDA has 3 thread dimensions")
-                self.thread_axis[t.name] = axis
+                self.thread_axis[id(t)] = axis
                 what = f"the extent of gpu_thread loop {t.name}"
                 ext = self.bounded_expr(t.extent, what)
                 exact = self.host_expr(t.extent, what, required=False)
-                self.thread_ext[t.name] = t.extent if exact is None else exact
+                self.thread_ext[id(t)] = t.extent if exact is None else exact
                 if all(x is not ext for x in per_axis[axis]):
                     per_axis[axis].append(ext)
         block = []
@@ -345,32 +345,32 @@ class KernelBuilder:
             self.line(f"{ct} {self.names(s.name)}[{count}];  // {s.memory}, per thread")
 
     def _block_var(self, s: For):
-        axis = self.block_axis[s.name]
+        axis = self.block_axis[id(s)]
         v, mn = self.names(s.name), self.pr.index(s.min)
         if s in self.fused:
             k = self.fused.index(s)
             idx = "blockIdx.z"
             inner = self.fused[k + 1:]
             if inner:
-                div = " * ".join(f"(ts_u32)({self.pr(self.block_ext[b.name])})" for b in inner)
+                div = " * ".join(f"(ts_u32)({self.pr(self.block_ext[id(b)])})" for b in inner)
                 idx = f"({idx} / ({div}))"
             if k > 0:
-                idx = f"({idx} % (ts_u32)({self.pr(self.block_ext[s.name])}))"
+                idx = f"({idx} % (ts_u32)({self.pr(self.block_ext[id(s)])}))"
             self.line(f"const ts_i32 {v} = {_plus(mn, f'(ts_i32){idx}')};")
         else:
             self.line(f"const ts_i32 {v} = {_plus(mn, f'(ts_i32)blockIdx.{AXES[axis]}')};")
 
     def _thread_loop(self, s: For):
-        axis = self.thread_axis[s.name]
+        axis = self.thread_axis[id(s)]
         conds, newly = [], {axis}
         if self.thread_level == 0:      # outermost loop of a nest: other axes idle
-            nest = {self.thread_axis[t.name] for t in walk_stmts(s)
+            nest = {self.thread_axis[id(t)] for t in walk_stmts(s)
                     if isinstance(t, For) and t.kind == "gpu_thread"}
             for a in self._unbound():
                 if a not in nest:
                     conds.append(f"threadIdx.{AXES[a]} == 0")
                     newly.add(a)
-        ext = self.thread_ext[s.name]
+        ext = self.thread_ext[id(s)]
         if ext is not self.block[axis]:
             conds.append(f"(ts_i32)threadIdx.{AXES[axis]} < {self.pr.index(ext)}")
         self.open(f"if ({' && '.join(conds)}) {{" if conds else "{")
