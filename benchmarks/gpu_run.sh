@@ -25,7 +25,8 @@ prepare)
     # 1. pycuda for the GPU machine's Python 3.12, built against the toolkit with a stub
     #    driver (about 2 minutes); the CI stub it also makes must NOT go to that machine.
     PY312=${PY312:-$(ls -d "$(pyenv root 2>/dev/null || echo ~/.pyenv)"/versions/3.12*/bin/python3.12 | tail -1)}
-    CUDA_ROOT=${CUDA_ROOT:-$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")}
+    # the toolkit folder holding include/cuda.h (nvcc on the PATH may be a wrapper script)
+    CUDA_ROOT=${CUDA_ROOT:-$(dirname "$(dirname "$(ls -d /usr/local/cuda*/include/cuda.h | tail -1)")")}
     TMPW=$(mktemp -d)
     CUDA_ROOT="$CUDA_ROOT" bash /work/shared/gpu/build_pycuda_wheel.sh "$PY312" "$TMPW"
     mkdir -p .whl && cp "$TMPW"/pycuda-*.whl .whl/ && rm -rf "$TMPW"
