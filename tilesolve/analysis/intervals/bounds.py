@@ -22,7 +22,6 @@ import numpy as np
 from ...model import expr as E
 from ...model import types as T
 from ...model.evaluate import extent_key
-from ...model.func import Func
 from .. import simplify as _S
 from . import numeric as N
 from .interval import Interval, hi_max, hi_min, is_num, lo_max, lo_min, same
@@ -168,16 +167,16 @@ class Bounder:
         if isinstance(e, (E.Var, E.RVar, E.Param)):
             return self._leaf(e, e.name)
         if isinstance(e, E.BufferExtent):
-            iv = self._leaf(e, extent_key(e.image, e.dim), default=Interval(1, None))
-            return iv
+            return self._leaf(e, extent_key(e.image, e.dim), default=Interval(1, None))
         if isinstance(e, E.Call):
             return self._call(e)
         if isinstance(e, E.Let):
             v = self.bounds(e.value)
             return self.child(e.name, v).bounds(e.body)
         kids = [self.bounds(c) for c in _operands(e)]
-        if kids is not None and any(not k.is_numeric() for k in kids) and \
-                all(k.is_single_point() for k in kids) and _operands(e):
+        if kids and all(k.is_single_point() for k in kids) and \
+                any(not k.is_numeric() for k in kids):
+            # every operand is one (symbolic) value: so is the result, exactly
             return Interval.point(self._point(e, kids))
         if isinstance(e, E.Cast):
             return self._cast(e, kids[0])
@@ -375,8 +374,24 @@ def _sym_mul(a, b, t):
     return Interval(lo, hi)
 
 
+def _at_least_one(v) -> bool:
+    """``v >= 1``, numerically or provably (a symbolic divisor such as a tile
+    count ``(extent + 255) / 256`` of a positive extent)."""
+    if v is None:
+        return False
+    if is_num(v):
+        return v >= 1
+    return bool(_S.prove(E.BinOp("le", E.Const(v.type, 1), v)))
+
+
 def _sym_div(a, b, t):
     if not b.is_numeric():
+        # a symbolic divisor known to be >= 1: Euclidean division by a
+        # positive number is floor division, monotone in the dividend
+        if b.is_single_point() and _at_least_one(b.lo):
+            lo = None if a.lo is None else _op("div", a.lo, b.lo, t)
+            hi = None if a.hi is None else _op("div", a.hi, b.lo, t)
+            return Interval(lo, hi)
         return None
     c, d = _pair(b)
     if c == d == 0:
@@ -395,6 +410,6 @@ def _sym_div(a, b, t):
 def _sym_mod(a, b, t):
     if b.is_numeric():
         return _iv(N.mod(t, (-INF, INF), _pair(b)))
-    if is_num(b.lo) and b.lo >= 1 and b.hi is not None:
+    if b.hi is not None and _at_least_one(b.lo):
         return Interval(0, _op("sub", b.hi, 1, t))
     return Interval(0, None)
