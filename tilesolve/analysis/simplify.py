@@ -27,6 +27,7 @@ from ..model import expr as E
 from ..model import types as T
 from ..model.evaluate import eval_scalar
 from ..model.visit import rebuild, substitute_names
+from .intervals import linear as _L
 from .intervals import numeric as N
 
 __all__ = ["simplify", "prove", "is_const", "const_int", "numeric_bounds"]
@@ -52,9 +53,26 @@ def const_int(e):
     return None
 
 
+_CACHE: dict[int, tuple] = {}     # id(e) -> (e, simplify(e)) for calls without a scope
+_CACHE_LIMIT = 50_000
+
+
 def simplify(e: E.Expr, scope: dict | None = None) -> E.Expr:
     """Simplify ``e``; ``scope`` maps names to Intervals/(lo, hi)/numbers of their values."""
-    return _Simplifier(scope).visit(E.as_expr(e))[0]
+    e = E.as_expr(e)
+    if scope:
+        return _Simplifier(scope).visit(e)[0]
+    # Exprs are immutable and hash-consed, so without a scope the result is a pure
+    # function of the node: cache it (the entry keeps ``e`` alive, so ids stay unique).
+    hit = _CACHE.get(id(e))
+    if hit is not None:
+        return hit[1]
+    r = _Simplifier(None).visit(e)[0]
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[id(e)] = (e, r)
+    _CACHE.setdefault(id(r), (r, r))
+    return r
 
 
 def prove(cond, scope: dict | None = None):
@@ -96,14 +114,6 @@ def _numeric_scope(scope) -> dict:
             lo = hi = v
         out[name] = (_num(lo, -INF), _num(hi, INF))
     return out
-
-
-def _signed(t, v: int) -> int:
-    """The representative of ``v`` modulo 2**bits nearest zero (two's complement)."""
-    v = t.wrap(v)
-    if t.is_uint() and v >= 1 << (t.bits - 1):
-        v -= 1 << t.bits
-    return v
 
 
 def _index(t) -> bool:
@@ -270,11 +280,11 @@ class _Simplifier:
         if isinstance(e, E.Const):
             r = ({}, int(e.value))
         elif isinstance(e, E.BinOp) and e.op in ("add", "sub"):
-            r = _lin_add(self.linear(e.a), self.linear(e.b), -1 if e.op == "sub" else 1)
+            r = _L.lin_add(self.linear(e.a), self.linear(e.b), -1 if e.op == "sub" else 1)
         elif isinstance(e, E.BinOp) and e.op == "mul" and isinstance(e.b, E.Const):
-            r = _lin_scale(self.linear(e.a), int(e.b.value))
+            r = _L.lin_scale(self.linear(e.a), int(e.b.value))
         elif isinstance(e, E.BinOp) and e.op == "mul" and isinstance(e.a, E.Const):
-            r = _lin_scale(self.linear(e.b), int(e.a.value))
+            r = _L.lin_scale(self.linear(e.b), int(e.a.value))
         else:
             r = ({id(e): [e, 1]}, 0)
         self.lin[id(e)] = (e, r)
@@ -283,15 +293,15 @@ class _Simplifier:
     def _lin_combine(self, op, a, b):
         la, lb = self.linear(a), self.linear(b)
         if op == "mul":
-            return _lin_scale(la, int(b.value))
-        return _lin_add(la, lb, -1 if op == "sub" else 1)
+            return _L.lin_scale(la, int(b.value))
+        return _L.lin_add(la, lb, -1 if op == "sub" else 1)
 
     def _linear_result(self, t, form):
         terms, c = form
-        r = _build_linear(t, terms, c)
-        lo = hi = _signed(t, c)
+        r = _L.build_linear(t, terms, c)
+        lo = hi = _L.signed(t, c)
         for atom, k in terms.values():
-            k = _signed(t, k)
+            k = _L.signed(t, k)
             if k == 0:
                 continue
             alo, ahi = self.bounds(atom)
@@ -302,7 +312,7 @@ class _Simplifier:
     def _diff_const(self, a, b):
         """``a - b`` as an int when the linear forms differ by a constant (index types)."""
         la, lb = self.linear(a), self.linear(b)
-        terms, c = _lin_add(la, lb, -1)
+        terms, c = _L.lin_add(la, lb, -1)
         if all(k == 0 for _, k in terms.values()):
             return c
         return None
@@ -328,9 +338,9 @@ class _Simplifier:
                            if kk % k == 0 and kk != 0}
                 if q_terms or c >= k or c < 0:
                     r_terms = {i: [x, kk] for i, (x, kk) in terms.items() if kk % k != 0}
-                    quot = _build_linear(t, q_terms, c // k)
+                    quot = _L.build_linear(t, q_terms, c // k)
                     if r_terms or c % k:
-                        rest = _build_linear(t, r_terms, c % k)
+                        rest = _L.build_linear(t, r_terms, c % k)
                         quot = E.BinOp("add", quot, E.BinOp("div", rest, b))
                     return self.visit(quot)
         return self._keep(e, "div", a, b), qb
@@ -355,7 +365,7 @@ class _Simplifier:
                 terms, c = self.linear(a)
                 keep = {i: [x, kk2] for i, (x, kk2) in terms.items() if kk2 % k != 0}
                 if len(keep) != len(terms) or not 0 <= c < k:
-                    return self.visit(E.BinOp("mod", _build_linear(t, keep, c % k), b))
+                    return self.visit(E.BinOp("mod", _L.build_linear(t, keep, c % k), b))
         return self._keep(e, "mod", a, b), mb
 
     def _minmax(self, e, op, a, b, ab, bb):
@@ -397,7 +407,7 @@ class _Simplifier:
                 terms, c = self.linear(a)
                 if kb is not None and c != 0 and t.can_represent(kb - c):
                     # x + c < k  ->  x < k - c   (no overflow in index arithmetic)
-                    return self.visit(E.BinOp(op, _build_linear(t, terms, 0), _ct(t, kb - c)))
+                    return self.visit(E.BinOp(op, _L.build_linear(t, terms, 0), _ct(t, kb - c)))
         r = E.BinOp(op, a, b)
         return r, ((0, 1) if t.is_float() else N.compare(op, ab, bb))
 
@@ -496,45 +506,3 @@ def _exact(src, dst) -> bool:
     if dst.is_bool():
         return False
     return dst.min_value() <= src.min_value() and src.max_value() <= dst.max_value()
-
-
-def _lin_add(la, lb, sign):
-    terms = {i: [x, k] for i, (x, k) in la[0].items()}
-    for i, (x, k) in lb[0].items():
-        if i in terms:
-            terms[i][1] += sign * k
-        else:
-            terms[i] = [x, sign * k]
-    return terms, la[1] + sign * lb[1]
-
-
-def _lin_scale(la, k):
-    return {i: [x, c * k] for i, (x, c) in la[0].items()}, la[1] * k
-
-
-def _build_linear(t, terms, c) -> E.Expr:
-    """Rebuild ``sum(k * atom) + c``: positive terms, then negative ones, then c."""
-    pos, neg = [], []
-    for atom, k in terms.values():
-        k = _signed(t, k)
-        if k > 0:
-            pos.append((atom, k))
-        elif k < 0:
-            neg.append((atom, -k))
-    acc = None
-    for atom, k in pos:
-        term = atom if k == 1 else E.BinOp("mul", atom, _ct(t, k))
-        acc = term if acc is None else E.BinOp("add", acc, term)
-    for atom, k in neg:
-        term = atom if k == 1 else E.BinOp("mul", atom, _ct(t, k))
-        acc = E.BinOp("sub", _ct(t, 0) if acc is None else acc, term)
-    c = _signed(t, c)
-    if acc is None:
-        return _ct(t, c)
-    if c > 0:
-        return E.BinOp("add", acc, _ct(t, c))
-    if c < 0:
-        if t.can_represent(-c):
-            return E.BinOp("sub", acc, _ct(t, -c))
-        return E.BinOp("add", acc, _ct(t, c))
-    return acc
