@@ -433,7 +433,10 @@ class KernelBuilder:
         bounds = ""
         if self.block_const is not None:
             bounds = f"__launch_bounds__({self.block_const[0] * self.block_const[1] * self.block_const[2]}) "
-        what = f"  // produces {', '.join(self.funcs)}" if self.funcs else ""
+        out = sorted(self.writes - self.bound_names)
+        local = [f for f in self.funcs if f not in out]
+        what = f"  // writes {', '.join(out) or 'nothing'}" + (
+            f"; computes {', '.join(local)} inside" if local else "")
         head = f"extern \"C\" __global__ void {bounds}{self.name}({', '.join(sig)}) {{{what}"
         text = "\n".join([head] + body + ["}", ""])
         kernel = Kernel(self.name, tuple(params), self.grid, self.block, self.block_const,
