@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...errors import RealizeError
-from ...lower.ir import Argument
 from ...model import expr as E
 from ...model.evaluate import evaluate
 from ...model.types import Type
@@ -242,7 +241,6 @@ def bind_arguments(args: tuple, sizes, inputs: dict, defaults: dict | None = Non
     list innermost first (every output gets it) or a dict by output name.
     """
     defaults = defaults or {}
-    names = [a.name for a in args]
     unknown = sorted(set(inputs) - {a.name for a in args if not a.is_output})
     if unknown:
         raise RealizeError(f"realize(): unknown argument {unknown[0]!r}; this pipeline takes: "
@@ -282,5 +280,4 @@ def bind_arguments(args: tuple, sizes, inputs: dict, defaults: dict | None = Non
             env[extent_name(a.name, d)] = np.int32(ext)
             env[stride_name(a.name, d)] = np.int32(stride)
             stride *= ext
-    del names
     return env, arrays, outputs
