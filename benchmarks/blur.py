@@ -19,6 +19,7 @@ This is not a test: nothing is asserted except that the results match numpy.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -97,7 +98,8 @@ def main(argv=None) -> None:
               f"x{best / bound:5.2f} of bound{extra}", flush=True)
 
     print(f"blur {w}x{h} float32, {args.repeats} runs; copy bandwidth {bw / 1e9:.2f} GB/s, "
-          f"bandwidth bound {bound * 1e3:.2f} ms ({io_bytes / 1e6:.0f} MB in+out)")
+          f"bandwidth bound {bound * 1e3:.2f} ms ({io_bytes / 1e6:.0f} MB in+out); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     np_best, np_med = timed(lambda: numpy_blur(img), args.repeats)
     report("numpy", np_best, np_med)
 
@@ -135,7 +137,8 @@ def main(argv=None) -> None:
         report(f"hand {tx}x{ty}, fresh output", fb, fm)
     print(f"\nbest hand schedule {tx}x{ty}: {best * 1e3:.2f} ms = {np_best / best:.2f}x faster "
           f"than numpy, {best / bound:.2f}x the bandwidth bound; naive compile cold "
-          f"{cold_naive:.2f} s; threads {c.num_threads}; notes: {list(c.notes) or 'none'}")
+          f"{cold_naive:.2f} s; threads {c.num_threads}; notes: {list(c.notes) or 'none'}; "
+          f"load average now {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ def test_random_pipeline_and_schedule_match_reference(data):
         assume(False)
     want = ts.reference.realize(pipe, sizes, **inputs)
     if too_small:
-        with pytest.raises(RealizeError, match="beyond the size asked for"):
+        with pytest.raises(RealizeError, match="beyond the size asked for|is too small"):
             compiled.realize(sizes, **inputs)
         return
     try:
