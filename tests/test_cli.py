@@ -207,3 +207,20 @@ def test_compare_tolerances():
     assert not runner.compare(f[:5], f)[0]
     nan = np.array([np.nan, 1.0], np.float32)
     assert runner.compare(nan, nan.copy())[0]
+
+
+def test_interrupt_still_reports_finished_rows(stub_backend, monkeypatch, tmp_path, capsys):
+    _install_app(monkeypatch, _tiny_blur_app())
+
+    def compile_or_interrupt(pipe, sched=None, **k):
+        if sched.method == "ilp":
+            raise KeyboardInterrupt
+        return _StubCompiled(pipe, sched, None)
+    monkeypatch.setattr(ts, "compile", compile_or_interrupt, raising=False)
+    out_json = tmp_path / "partial.json"
+    rc = main(["bench", "--repeat", "1", "--json", str(out_json), "-q"])
+    out = capsys.readouterr().out
+    assert rc == 130
+    assert "INTERRUPTED" in out
+    recs = json.loads(out_json.read_text())["records"]
+    assert [r["method"] for r in recs] == ["naive", "greedy"]

@@ -5,7 +5,9 @@
     tilesolve bench --compare-halide --json out.json --csv out.csv
 
 Exit status: 0 when every row is ok (or unavailable), 1 when a check FAILs or
-a step errors, 2 for bad options (unknown app/method names list the valid ones).
+a step errors, 2 for bad options (unknown app/method names list the valid ones),
+130 when interrupted (Ctrl-C or SIGTERM: the rows finished so far are still
+printed and written to --json/--csv).
 """
 from __future__ import annotations
 
@@ -97,12 +99,17 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
                         repeat=args.repeat, time_limit=args.time_limit,
                         compare_halide=args.compare_halide, seed=args.seed)
     progress = Progress(stream=err, enabled=not args.quiet)
+    old = _interrupt_on_sigterm()
     try:
         result = run_bench(opts, progress)
     except TilesolveError as exc:
         err.write(f"tilesolve bench: error: {exc}\n")
         return 2
+    finally:
+        _restore_sigterm(old)
     out.write(format_table(result.records, result.environment))
+    if result.interrupted:
+        out.write("INTERRUPTED: the table holds the rows finished before the interruption\n")
     options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat",
                                              "time_limit", "compare_halide", "seed")}
     options["spec"] = str(opts.spec)
@@ -112,4 +119,23 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     if args.csv:
         write_csv(args.csv, result.records)
         progress.log(f"wrote {args.csv}")
-    return 0 if result.ok else 1
+    return 130 if result.interrupted else (0 if result.ok else 1)
+
+
+def _interrupt_on_sigterm():
+    """SIGTERM (e.g. ``timeout``) interrupts like Ctrl-C, so the rows done so far
+    are still printed and written; returns the old handler (None off the main thread)."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_sigterm(old) -> None:
+    if old is not None:
+        import signal
+        signal.signal(signal.SIGTERM, old)

@@ -84,8 +84,9 @@ def environment(spec) -> dict:
     """The environment fields: spec name, cores, date (UTC, ISO 8601), versions."""
     from .. import __version__
     try:
-        import halide
-        hv = getattr(halide, "__version__", "installed")
+        import halide  # noqa: F401
+        from importlib.metadata import version
+        hv = version("halide")
     except Exception:
         hv = None
     return {

@@ -54,11 +54,12 @@ class BenchResult:
     records: list = field(default_factory=list)
     environment: dict = field(default_factory=dict)
     options: BenchOptions | None = None
+    interrupted: bool = False         # Ctrl-C / SIGTERM: the records so far
 
     @property
     def ok(self) -> bool:
-        """No FAIL and no error (unavailable methods do not count)."""
-        return all(r.status in ("ok", "unavailable") for r in self.records)
+        """No FAIL, no error (unavailable methods do not count), not interrupted."""
+        return not self.interrupted and all(r.status in ("ok", "unavailable") for r in self.records)
 
 
 # ---------------------------------------------------------------------------
@@ -362,6 +363,16 @@ def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> Be
         spec = load_spec(opts.spec)
     env = environment(spec)
     result = BenchResult(environment=env, options=opts)
+    try:
+        _run_apps(result, apps, methods, spec, env, opts, progress)
+    except KeyboardInterrupt:
+        result.interrupted = True
+        progress.log("interrupted: reporting the rows finished so far")
+    _speedups(result.records)
+    return result
+
+
+def _run_apps(result, apps, methods, spec, env, opts, progress) -> None:
     ok, why = M.reference_status()
     for name, app in apps.items():
         stage, ar = "build", None
@@ -394,5 +405,3 @@ def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> Be
         if opts.compare_halide:
             from .halide_rows import halide_records
             result.records.extend(halide_records(ar, methods, spec, env, progress, result.records))
-    _speedups(result.records)
-    return result

@@ -41,7 +41,10 @@ ours are ordinary Funcs built from clamp/select, translated as written.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
 import time
 
 import numpy as np
@@ -73,7 +76,11 @@ def available() -> tuple[bool, str]:
         hl = hl_module()
     except TilesolveError as exc:
         return False, str(exc)
-    return True, getattr(hl, "__version__", "halide")
+    try:
+        from importlib.metadata import version
+        return True, version("halide")
+    except Exception:
+        return True, getattr(hl, "__version__", "halide")
 
 
 def hl_type(t):
@@ -193,7 +200,8 @@ class HalidePipeline:
         """JIT-compile the pipeline for the host; returns (and keeps) the seconds taken."""
         t0 = time.perf_counter()
         try:
-            self.pipeline.compile_jit(self.target())
+            with native_stdout_to_stderr():
+                self.pipeline.compile_jit(self.target())
         except Exception as exc:
             raise TilesolveError(f"Halide could not compile the pipeline: {_halide_message(exc)}") from None
         self.compile_seconds = time.perf_counter() - t0
@@ -280,6 +288,28 @@ def translate(pipeline: Pipeline) -> HalidePipeline:
     if not isinstance(pipeline, Pipeline):
         raise TilesolveError(f"translate() needs a Pipeline, got {type(pipeline).__name__}")
     return HalidePipeline(pipeline)._build()
+
+
+@contextlib.contextmanager
+def native_stdout_to_stderr():
+    """Send what Halide's C++ prints on stdout (warnings) to stderr meanwhile,
+    so it never mixes with a table printed on stdout."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):   # no real fd 1 (e.g. captured)
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _halide_message(exc) -> str:

@@ -22,7 +22,7 @@ import os
 import time
 
 from ..errors import TilesolveError
-from .halide import _halide_message, hl_module
+from .halide import _halide_message, hl_module, native_stdout_to_stderr
 
 __all__ = ["AUTOSCHEDULERS", "plugin_path", "load_autoscheduler", "set_estimates", "autoschedule"]
 
@@ -94,7 +94,9 @@ def autoschedule(hp, name: str, parallelism: int, **extra) -> tuple[float, str]:
     params.update({k: str(v) for k, v in extra.items()})
     t0 = time.perf_counter()
     try:
-        result = hp.pipeline.apply_autoscheduler(hp.target(), hl.AutoschedulerParams(registered, params))
+        with native_stdout_to_stderr():
+            result = hp.pipeline.apply_autoscheduler(hp.target(),
+                                                     hl.AutoschedulerParams(registered, params))
     except Exception as exc:
         raise TilesolveError(f"Halide autoscheduler {name} failed: {_halide_message(exc)}") from None
     seconds = time.perf_counter() - t0
