@@ -29,7 +29,7 @@ from ..model import expr as E
 from ..model import types as T
 from ..model.func import Func
 from ..model.visit import children as expr_children
-from ..model.visit import walk
+from ..model.visit import mutate, walk
 from . import ir as L
 
 INT = T.int32
@@ -107,7 +107,19 @@ class LowerBounder(Bounder):
             for c in cs[1:]:
                 mn, mx = _fmin(mn, c), _fmax(mx, c)
             return Interval(simplify(mn), simplify(mx))
-        return super()._binop(e, a, b)
+        r = super()._binop(e, a, b)
+        if (not t.is_float() and e.op in ("div", "mod") and not r.is_bounded()
+                and b.is_single_point() and isinstance(b.lo, E.Expr)):
+            d = b.lo
+            if e.op == "div" and a.is_bounded():
+                # for one divisor (of either sign, or 0), a / d is monotonic in a
+                p, q = (E.binop("div", _fe(v, t), d) for v in (a.lo, a.hi))
+                return Interval(simplify(_fmin(p, q)), simplify(_fmax(p, q)))
+            if e.op == "mod" and t.is_int():
+                # Euclidean: in [0, |d| - 1] (x % 0 == 0)
+                zero = E.Const(t, 0)
+                return Interval(0, simplify(E.max_(E.Intrinsic("abs", (d,), t) - 1, zero)))
+        return r
 
     def _cast(self, e, a):
         src, dst = e.value.type, e.type
@@ -234,9 +246,10 @@ class _Scope(dict):
 
 class _Walker:
     def __init__(self, name: str, reads: bool, writes: bool, known: dict | None,
-                 func_bounds: dict | None, names: Names):
+                 func_bounds: dict | None, names: Names, loop_names=frozenset()):
         self.name, self.reads, self.writes = name, reads, writes
         self.known = known or {}
+        self.loop_names = loop_names
         self.func_bounds = func_bounds or {}
         self.names = names
         self.scope = _Scope(self)
@@ -254,15 +267,32 @@ class _Walker:
     def resolve(self, p: _Pending) -> Interval:
         b = self.bounder()
         if p.extent is not None:                         # a loop
-            lo = self.pair(b, p.expr)[0]
-            hi = self.pair(b, E.binop("sub", E.binop("add", p.expr, p.extent), 1))[1]
-            return Interval(lo, hi)
+            # Inline the lets first: a loop over a region runs from ``m`` for
+            # ``e = h - m + 1`` iterations, and ``m + e - 1`` must become ``h``
+            # before intervals forget that both ``m`` are the same.
+            mn = self.inline_lets(p.expr)
+            last = simplify(self.inline_lets(E.binop("sub", E.binop("add", p.expr, p.extent), 1)))
+            return Interval(self.pair(b, mn)[0], self.pair(b, last)[1])
         if p.known is not None and all(dict.__contains__(self.scope, n.name)
-                                       for n in walk(p.expr) if isinstance(n, E.Var)):
+                                       for n in walk(p.expr) if isinstance(n, E.Var)
+                                       and n.name in self.loop_names):
             # every loop it is built from runs inside the walk: it covers exactly its
             # known range (a split variable: the original loop's range)
-            return Interval(self.pair(b, p.known[0])[0], self.pair(b, p.known[1])[1])
+            lo, hi = (simplify(self.inline_lets(k)) for k in p.known)
+            return Interval(self.pair(b, lo)[0], self.pair(b, hi)[1])
         return Interval(*self.pair(b, p.expr))
+
+    def inline_lets(self, e: E.Expr) -> E.Expr:
+        """``e`` with the lets bound inside the walk replaced by their values."""
+        memo = {}
+
+        def fn(n):
+            if isinstance(n, E.Var):
+                v = dict.get(self.scope, n.name)
+                if isinstance(v, _Pending) and v.extent is None and v.known is None:
+                    return mutate(v.expr, fn, memo)
+            return None
+        return mutate(e, fn, memo)
 
     def push(self, name, value):
         old = dict.get(self.scope, name)
@@ -331,11 +361,14 @@ class _Walker:
         return box
 
     def _if_box(self, s: L.IfThenElse):
-        free = {n.name for n in walk(s.cond) if isinstance(n, (E.Var, E.Param))}
+        cond = simplify(self.inline_lets(s.cond))
+        free = {n.name for n in walk(cond) if isinstance(n, (E.Var, E.Param))}
         if not any(dict.__contains__(self.scope, n) for n in free):
+            # a test of names free at the walk's root (the shift-inward test on a
+            # region's extent): each branch counts only when it runs
             a = self.stmt_box(s.then_case)
             b = None if s.else_case is None else self.stmt_box(s.else_case)
-            return _select_box(s.cond, a, b) if a is not None and b is not None else union_box(a, b)
+            return _select_box(cond, a, b) if a is not None and b is not None else union_box(a, b)
         box = self._narrowed(s.then_case, s.cond, True)
         if s.else_case is not None:
             box = union_box(box, self._narrowed(s.else_case, s.cond, False))
@@ -378,6 +411,9 @@ def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
             op, a, b = _FLIP[op], b, a
         if not isinstance(a, E.Var) or not dict.__contains__(w.scope, a.name) or a.type != INT:
             continue
+        entry = dict.get(w.scope, a.name)
+        if isinstance(entry, _Pending) and entry.extent is None and entry.known is None:
+            continue    # a plain let: inlining it (see inline_lets) keeps more than narrowing
         if any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
             continue
         bd = w.bounder()
@@ -401,15 +437,18 @@ def _simp(e):
 
 
 def box_of(s: L.Stmt, name: str, *, reads=True, writes=True, known: dict | None = None,
-           func_bounds: dict | None = None, names: Names | None = None):
+           func_bounds: dict | None = None, names: Names | None = None,
+           loop_names=frozenset()):
     """The box of ``name`` that ``s`` reads and/or writes, or None if untouched.
 
     ``known`` maps let-defined loop variables (split and fused originals) to
     the ``(lo, hi)`` they cover when all their loops run inside ``s``, which
-    is tighter than interval arithmetic on ``min(xo * 8, e - 8) + xi``;
+    is tighter than interval arithmetic on ``min(xo * 8, e - 8) + xi``
+    (``loop_names``: the loop variables and lets of the stage nests, which must
+    all be bound inside ``s`` for that);
     ``func_bounds`` the value ranges of Funcs (for data-dependent indices).
     Endpoints are simplified Exprs, or None where unbounded."""
-    w = _Walker(name, reads, writes, known, func_bounds, names or Names())
+    w = _Walker(name, reads, writes, known, func_bounds, names or Names(), loop_names)
     box = w.stmt_box(s)
     if box is None:
         return None

@@ -30,7 +30,7 @@ from .plan import make_plan
 from .realize import func_value_bounds_for, place_realizations
 from .regions import input_region_exprs
 from .simplify_stmt import simplify_stmt
-from .stages import build_stage
+from .stages import build_stage, nest_names
 from .verify import verify
 
 
@@ -97,8 +97,9 @@ def _lower(pipeline, schedule, target, check):
     args = arguments(pipeline)
     buffer_args = {a.name for a in args if a.kind == "buffer"}
     known = {k: v for ns in nests.values() for n in ns for k, v in n.ranges.items()}
+    loop_names = frozenset().union(*(nest_names(n.stmt) for ns in nests.values() for n in ns))
     regions = input_region_exprs(body, list(pipeline.images.values()), buffer_args, known,
-                                 func_value_bounds_for(pipeline))
+                                 func_value_bounds_for(pipeline), loop_names)
     body = flatten_storage(body, buffer_args)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)

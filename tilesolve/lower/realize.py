@@ -34,7 +34,7 @@ from ..model import types as T
 from ..model.visit import walk
 from . import bounds as B
 from . import ir as L
-from .stages import region_names
+from .stages import nest_names, region_names
 
 STACK_LIMIT_BYTES = 64 * 1024
 
@@ -178,10 +178,12 @@ def const_upper(e: E.Expr):
 class Placer:
     def __init__(self, plan, nests: dict):
         self.plan, self.nests = plan, nests
-        self.known = {}
+        self.known, loop_names = {}, set()
         for ns in nests.values():
             for n in ns:
                 self.known.update(n.ranges)
+                loop_names |= nest_names(n.stmt)
+        self.loop_names = frozenset(loop_names)
         self.names = B.Names()
         self.func_bounds = func_value_bounds_for(plan.pipeline)
         # Lets of realizations outside every loop go to the top of the program, in
@@ -216,7 +218,8 @@ class Placer:
 
     def box(self, s, name, reads=True, writes=True):
         return B.box_of(s, name, reads=reads, writes=writes, known=self.known,
-                        func_bounds=self.func_bounds, names=self.names)
+                        func_bounds=self.func_bounds, names=self.names,
+                        loop_names=self.loop_names)
 
     def _produce(self, name) -> L.Stmt:
         return L.Block.make([n.stmt for n in self.nests[name]])

@@ -27,14 +27,14 @@ from .flatten import Flattener
 
 
 def input_region_exprs(body: L.Stmt, inputs, buffer_args: set, known: dict | None = None,
-                       func_bounds: dict | None = None) -> tuple:
+                       func_bounds: dict | None = None, loop_names=frozenset()) -> tuple:
     """``((name, ((min, extent), ...)), ...)`` for each input (unflattened ``body``)."""
     fl = Flattener(buffer_args)
     names = B.Names()
     out = []
     for img in inputs:
         box = B.box_of(body, img.name, writes=False, known=known, func_bounds=func_bounds,
-                       names=names)
+                       names=names, loop_names=loop_names)
         if box is None:
             out.append((img.name, tuple((E.Const(T.int32, 0), E.Const(T.int32, 0))
                                         for _ in range(img.dims))))

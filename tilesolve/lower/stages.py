@@ -263,3 +263,8 @@ def build_stage(func, k: int, ss, *, is_output: bool, inliner) -> StageNest:
             c = c & x
         stmt = L.IfThenElse(c, stmt, guarded)
     return StageNest(func.name, k, stmt, loops, ranges)
+
+
+def nest_names(stmt: L.Stmt) -> set:
+    """The loop variables and lets a stage nest binds."""
+    return {s.name for s in L.walk_stmts(stmt) if isinstance(s, (L.For, L.LetStmt))}
