@@ -4,6 +4,7 @@
     with p.step("harris / ilp: solving"):
         ...
     # [   12.4s] harris / ilp: solving
+    # [   19.0s] harris / ilp: solving: done in 6.6s     (steps over slow_s only)
 
 A step that takes longer than ``slow_s`` also prints a line when it ends, so
 a long run never looks hung and the log shows where the time went.  Nothing
@@ -52,4 +53,4 @@ class Progress:
         finally:
             took = time.perf_counter() - t
             if took > self.slow_s:
-                self.log(f"  ... {took:.1f}s")
+                self.log(f"{message}: done in {took:.1f}s")
