@@ -224,3 +224,24 @@ def test_interrupt_still_reports_finished_rows(stub_backend, monkeypatch, tmp_pa
     assert "INTERRUPTED" in out
     recs = json.loads(out_json.read_text())["records"]
     assert [r["method"] for r in recs] == ["naive", "greedy"]
+
+
+def test_exit_status_rules():
+    from tilesolve.bench.record import Record
+    from tilesolve.bench.table import format_table
+
+    def result(*recs):
+        return runner.BenchResult(records=list(recs))
+    ok = Record(app="a", method="naive", status="ok", check="ok")
+    gone = Record(app="a", method="beam", status="unavailable", detail="not here")
+    halide_err = Record(app="a", method="halide-li2018", backend="halide", status="error",
+                        detail="run: too big")
+    halide_fail = Record(app="a", method="halide-li2018", backend="halide", status="FAIL",
+                         check="FAIL", detail="differs")
+    ts_err = Record(app="a", method="ilp", status="error", detail="compile: boom")
+    assert result(ok, gone, halide_err).ok          # Halide's own errors are listed only
+    assert not result(ok, halide_fail).ok           # a wrong Halide output may be our translation
+    assert not result(ok, ts_err).ok
+    text = format_table([ok, gone, halide_err, ts_err])
+    assert "Halide errors (1; not counted in the exit status)" in text
+    assert "FAILED: 1 of 4 rows" in text and "a / ilp: error: compile: boom" in text

@@ -5,7 +5,7 @@
     tilesolve bench --compare-halide --json out.json --csv out.csv
 
 Exit status: 0 when every row is ok (or unavailable), 1 when a check FAILs or
-a step errors, 2 for bad options (unknown app/method names list the valid ones),
+a tilesolve step errors (an error inside Halide is listed, not counted), 2 for bad options (unknown app/method names list the valid ones),
 130 when interrupted (Ctrl-C or SIGTERM: the rows finished so far are still
 printed and written to --json/--csv).
 """

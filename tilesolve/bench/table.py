@@ -92,7 +92,12 @@ def format_table(records, environment: dict | None = None) -> str:
         out.append("sizes: " + ", ".join(f"{r.app} {r.size} {r.sizes} (checked at {r.check_sizes})"
                                          for r in _first_per_app(records)))
     out.extend(notes)
-    bad = [r for r in records if r.status in ("FAIL", "error")]
+    external = [r for r in records if r.status == "error" and r.backend == "halide"]
+    bad = [r for r in records if r.status == "FAIL" or (r.status == "error" and r.backend != "halide")]
+    if external:
+        out.append("")
+        out.append(f"Halide errors ({len(external)}; not counted in the exit status):")
+        out.extend(f"  {r.app} / {_method(r)}: {r.detail}" for r in external)
     if bad:
         out.append("")
         out.append(f"FAILED: {len(bad)} of {len(records)} rows:")
