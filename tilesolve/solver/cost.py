@@ -140,6 +140,18 @@ def coalescing_factor(problem, facts, sizes) -> float:
     return float(max(1, min(sizes[0], 32)))
 
 
+def max_blocks(region, sizes, warp: int) -> int:
+    """The most blocks any legal tiling of ``region`` can have: one warp of
+    threads per block along the innermost tiled dimension (so a small Func,
+    such as a 256-entry LUT, is not required to fill every SM)."""
+    tiled = [i for i, t in enumerate(sizes) if t is not None]
+    n = 1
+    for k, i in enumerate(tiled):
+        ext = region[i][1] - region[i][0] + 1
+        n *= math.ceil(ext / warp) if k == 0 else ext
+    return n
+
+
 def gpu_balance(spec) -> float:
     """Cost of one word of global memory in arithmetic operations: the
     machine balance (peak lane-ops per second over words per second)."""
@@ -228,7 +240,7 @@ class CostModel:
             why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
         elif occ < spec.occupancy_threshold:
             why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
-        elif active_sms < min(spec.sm_count, num_tiles(region, tuple(1 if t else None for t in sizes))):
+        elif active_sms < min(spec.sm_count, max_blocks(region, sizes, spec.warp_size)):
             why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
         ok = not why
         bal = gpu_balance(spec)

@@ -111,6 +111,9 @@ def _gpu_group(problem, s, group, tiling) -> None:
     tiled = [i for i, t in enumerate(tiling.sizes) if t is not None][:2]
     h = s[out]
     h.compute_root()
+    if not tiled:   # an infeasible fallback column: one warp per block along x
+        tiling = type(tiling)((problem.spec.warp_size,) + tuple(tiling.sizes[1:]))
+        tiled = [0]
     if len(tiled) == 2:
         a, b = tiled
         h.gpu_tile(names[a], names[b], f"{names[a]}o", f"{names[b]}o", f"{names[a]}i",
@@ -140,6 +143,7 @@ def schedule_from_columns(problem, columns, provenance: dict) -> Schedule:
     s.provenance.update(provenance)
     s.provenance["groups"] = [
         {"output": g.output, "members": sorted(g.members), "tiling": list(t.sizes),
+         "feasible": c.feasible, **({"infeasible_reason": c.reason} if not c.feasible else {}),
          "cost": {"total": c.total, "arith": c.arith, "loads": c.loads, "stores": c.stores,
                   "overhead": c.overhead, "n_tiles": c.n_tiles,
                   "footprint_bytes": c.footprint_bytes, "recompute": c.recompute,

@@ -65,8 +65,11 @@ def greedy_groups(model) -> GreedyResult:
         g = Group.singleton(f)
         bt = best_tiling(model, g)
         if bt is None:
-            # every tiling violates a hard constraint: keep the least bad one
-            t = Tiling.untiled(len(problem.regions[f]))
+            # every tiling violates a hard constraint: keep one anyway (a
+            # CPU Func runs untiled; a GPU kernel needs a block: the first
+            # of the menu) and let the provenance say it is infeasible
+            menu = candidate_tilings(problem, g)
+            t = menu[0] if problem.spec.is_gpu and menu else Tiling.untiled(len(problem.regions[f]))
             bt = (t, model.cost(g, t))
         groups[f] = g
         chosen[f] = bt
