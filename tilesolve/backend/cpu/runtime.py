@@ -61,8 +61,5 @@ class NativeKernel:
         cdims = (ctypes.c_int32 * max(1, len(dims)))(*dims)
         cscal = (ctypes.c_int64 * max(1, len(scalars)))(
             *[pack_scalar(v, a.type) for v, a in zip(scalars, gen.scalar_args)])
-        rc = self._fn(ptrs, cdims, cscal, int(num_threads))
-        # keep the arrays alive until the call returned
-        _keep = arrays  # noqa: F841
-        return rc
+        return self._fn(ptrs, cdims, cscal, int(num_threads))   # ``arrays`` stay alive
 
