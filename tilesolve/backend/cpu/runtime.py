@@ -45,7 +45,8 @@ class NativeKernel:
 
     def __call__(self, arrays, scalars=(), num_threads: int = 0) -> int:
         """Run the entry; ``arrays`` are numpy arrays whose strides are multiples of their
-        itemsize (axes reversed: array axis -1 is dimension 0); returns the error code."""
+        itemsize and whose last axis (dimension 0) is dense, stride = itemsize (the code
+        assumes it); axes reversed: array axis -1 is dimension 0.  Returns the error code."""
         gen = self.generated
         if len(arrays) != len(gen.buffer_args) or len(scalars) != len(gen.scalar_args):
             raise TypeError(f"{gen.entry} takes {len(gen.buffer_args)} arrays and "
