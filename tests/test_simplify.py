@@ -147,3 +147,15 @@ def test_let():
 def test_nan_and_inf_constants():
     s = simplify(c(ts.float32, math.inf) - c(ts.float32, math.inf))
     assert is_const(s) and math.isnan(s.value)
+
+
+def test_index_constants_are_not_wrapped():
+    # (x + 1) + MAX == x + MIN modulo 2**32, but min() of it must not be decided
+    # as if x + MIN were the smaller: at x = -1 nothing overflows and min is x + 1
+    big = 2 ** 31 - 1
+    e = ts.min(x + 1 + big, x + 1)
+    s = simplify(e)
+    for xv in (-1, -100, -2 ** 31 + 5):
+        env = {"x": np.int32(xv)}
+        assert evaluate(s, env) == evaluate(e, env)
+    assert simplify(s) is s

@@ -233,7 +233,11 @@ class _Simplifier:
         if t.is_float():
             return self._float_arith(e, op, a, b)
         if op in ("add", "sub") or (op == "mul" and (isinstance(b, E.Const))):
-            return self._linear_result(t, self._lin_combine(op, a, b))
+            r = self._linear_result(t, self._lin_combine(op, a, b))
+            if r is not None:
+                return r
+            fn = {"add": N.add, "sub": N.sub, "mul": N.mul}[op]
+            return self._keep(e, op, a, b), fn(t, ab, bb)
         if op == "mul":
             return self._keep(e, op, a, b), N.mul(t, ab, bb)
         if op == "div":
@@ -297,7 +301,16 @@ class _Simplifier:
         return _L.lin_add(la, lb, -1 if op == "sub" else 1)
 
     def _linear_result(self, t, form):
+        """The normalized node and its bounds; None when index arithmetic would wrap.
+
+        Index types keep exact constants: folding ``(x + 1) + MAX`` into ``x + MIN``
+        keeps the value (modulo 2**32) but breaks the no-overflow reasoning of the
+        comparison rules, so such a sum is left as written.
+        """
         terms, c = form
+        if _index(t) and not (t.can_represent(c) and
+                              all(t.can_represent(k) for _, k in terms.values())):
+            return None
         r = _L.build_linear(t, terms, c)
         lo = hi = _L.signed(t, c)
         for atom, k in terms.values():
