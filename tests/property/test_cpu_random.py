@@ -1,14 +1,16 @@
-"""Random pipelines x random schedules, compiled for the CPU, equal the reference.
+"""Random pipelines x random legal schedules, compiled for the CPU, equal the reference.
 
 Pipelines come from ``strategies.pipelines()`` (pointwise, stencils, resampling,
-reductions, histograms, scans, lookups, boundary conditions).  Schedules are drawn
-directive by directive (inline / root / compute_at a consumer's loop, vectorize,
-parallel, unroll, tile, and the same on update stages); a directive the schedule
-rejects with ``ScheduleError`` is simply left out.  Each example compiles through
-``ts.compile`` (lowering, code generation, LLVM) and compares ``realize`` with
-``ts.reference.realize``: exact for integers, 1e-6 relative for floats (or, when an
-output would be touched beyond the size asked for, ``realize`` raises RealizeError).
-Compiling costs about a second, so this test runs a third of the profile's examples.
+reductions, histograms, scans, lookups, boundary conditions) and schedules from
+``schedule_strategies.schedules()`` (inline / root / compute_at any loop / store_at,
+splits with every tail strategy, tiles, reorders, fuses, vectorize, unroll, parallel;
+with ``gpu=True`` also GPU blocks and threads, run here by the CPU emulation: serial
+block/thread loops split at barriers).  Each example is lowered, generated, compiled by
+LLVM and realized; the result must equal ``ts.reference.realize``: exactly for integers,
+within 1e-6 for floats.  When an output would be touched beyond the size asked for
+(its own update writes further, or another output reads it further) ``realize`` must
+refuse with a RealizeError instead.  Compiling costs about a second per example, so these
+tests run a third of the profile's examples.
 """
 from __future__ import annotations
 
@@ -16,77 +18,50 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from schedule_strategies import schedules
 from strategies import pipelines
 
 import tilesolve as ts
 from tilesolve.analysis.intervals import required_regions
+from tilesolve.backend.compile import compile_lowered
 from tilesolve.errors import RealizeError, ScheduleError
+from tilesolve.lower import input_regions, lower
 
-_EXAMPLES = max(5, settings().max_examples // 3)
-
-
-@st.composite
-def schedules(draw, pipe):
-    """A random Schedule of ``pipe``; illegal directives are dropped."""
-    s = ts.Schedule(pipe)
-    for name in reversed(pipe.order()):
-        f = pipe.func(name)
-        vars_ = [a.name for a in f.pure.args]
-        h = s[f]
-
-        def attempt(fn):
-            try:
-                fn()
-            except ScheduleError:
-                pass
-        if not pipe.is_output(name):
-            consumers = [c for c in pipe.consumers(name) if c in pipe.funcs]
-            level = draw(st.sampled_from(["inline", "root", "at"] if consumers else
-                                         ["inline", "root"]))
-            if level == "root":
-                attempt(h.compute_root)
-            elif level == "at":
-                c = draw(st.sampled_from(consumers))
-                cvars = [a.name for a in pipe.func(c).pure.args]
-                v = draw(st.sampled_from(cvars))
-                attempt(lambda: h.compute_at(c, v))
-        stages = [h] + [h.update(i) for i in range(len(f.updates))]
-        for stage in stages:
-            for _ in range(draw(st.integers(0, 2))):
-                what = draw(st.sampled_from(["vectorize", "parallel", "unroll", "tile"]))
-                if what == "vectorize":
-                    w = draw(st.sampled_from([4, 8, 16]))
-                    attempt(lambda: stage.vectorize(vars_[0], w))
-                elif what == "parallel":
-                    attempt(lambda: stage.parallel(vars_[-1]))
-                elif what == "unroll":
-                    attempt(lambda: stage.unroll(vars_[-1], draw(st.integers(2, 3))))
-                elif len(vars_) == 2:
-                    fx, fy = draw(st.sampled_from([2, 8])), draw(st.sampled_from([2, 4]))
-                    attempt(lambda: stage.tile(vars_[0], vars_[1], f"{name}_xi", f"{name}_yi",
-                                               fx, fy))
-    return s
+_SETTINGS = settings(max_examples=max(5, settings().max_examples // 3),
+                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
-def _inputs(case, sizes, rng):
-    """Arrays for every input, covering what the pipeline reads, or None if it reads an
-    input (without boundary condition) at negative coordinates."""
+def _inputs(case, sizes, lowered, rng):
+    """Arrays for every input covering what both the reference and the compiled code
+    read, or None if either reads an input (without boundary condition) below 0."""
     pipe = case.pipeline
-    regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
-    arrays = {}
+    shapes = {}
+    ref = required_regions(pipe, sizes, input_sizes=case.input_sizes)
     for name, img in pipe.images.items():
         if name in case.input_sizes:
-            shape = case.input_sizes[name]
-        else:
-            box = regions.get(name)
-            if box is None:
-                shape = [1] * img.dims
-            else:
-                if any(iv.lo < 0 for iv in box):
+            shapes[name] = list(case.input_sizes[name])
+            continue
+        box = ref.get(name)
+        if box is not None and any(iv.lo < 0 for iv in box):
+            return None
+        shapes[name] = [1] * img.dims if box is None else [int(iv.hi) + 1 for iv in box]
+    out_sizes = {o: sizes for o in pipe.output_names}
+    for _ in range(4):          # the code's regions may depend on the input extents
+        grown = False
+        params = {n: p.default for n, p in pipe.params.items()}
+        for name, region in input_regions(lowered, {**out_sizes, **shapes}, params).items():
+            if any(hi < lo for lo, hi in region):
+                continue
+            for d, (lo, hi) in enumerate(region):
+                if lo < 0 or (hi >= shapes[name][d] and name in case.input_sizes):
                     return None
-                shape = [int(iv.hi) + 1 + int(rng.integers(0, 3)) for iv in box]
-        shape = tuple(reversed(shape))
-        t = img.type
+                if hi >= shapes[name][d]:
+                    shapes[name][d], grown = hi + 1, True
+        if not grown:
+            break
+    arrays = {}
+    for name, img in pipe.images.items():
+        shape, t = tuple(reversed(shapes[name])), img.type
         if t.is_float():
             arrays[name] = rng.uniform(-4, 4, shape).astype(np.float32)
         elif t.is_uint():
@@ -96,40 +71,31 @@ def _inputs(case, sizes, rng):
     return arrays
 
 
-@settings(max_examples=_EXAMPLES, suppress_health_check=[HealthCheck.filter_too_much,
-                                                         HealthCheck.too_slow])
-@given(data=st.data())
-def test_random_pipeline_and_schedule_match_reference(data):
-    case = data.draw(pipelines(), label="pipeline")
+def _check(data, gpu: bool):
+    case = data.draw(pipelines(max_stages=3 if gpu else 4), label="pipeline")
     pipe = case.pipeline
-    scale = data.draw(st.sampled_from([1, 1, 9]), label="scale")
+    scale = 1 if gpu else data.draw(st.sampled_from([1, 1, 9]), label="scale")
     sizes = [s * scale for s in case.sizes]
-    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
-    inputs = _inputs(case, sizes, rng)
-    assume(inputs is not None)
-    # When an output's required region exceeds the size asked for (its own update writes
-    # further, or another output reads it further), realize refuses (RealizeError) rather
-    # than letting the code touch the output array out of bounds.
-    regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
-    too_small = not all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
-                        for iv, n in zip(regions[o], sizes))
-    sched = data.draw(schedules(pipe), label="schedule")
     try:
-        compiled = ts.compile(pipe, sched, num_threads=2, cache_dir=False)
-    except ScheduleError:
+        sched = data.draw(schedules(pipe, gpu=gpu), label="schedule")
+        lowered = lower(pipe, sched)
+    except ScheduleError as exc:
+        # vectorize/unroll without a width on a loop of run-time extent, or (a gap of
+        # the strategy) a compute level that a later update's reads invalidate
+        assert "is not a constant" in str(exc) or "reads it outside" in str(exc), exc
         assume(False)
-    want = ts.reference.realize(pipe, sizes, **inputs)
-    if too_small:
-        with pytest.raises(RealizeError, match="beyond the size asked for|is too small"):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
+    inputs = _inputs(case, sizes, lowered, rng)
+    assume(inputs is not None)
+    compiled = compile_lowered(pipe, lowered, schedule=sched, num_threads=2)
+    regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
+    if not all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
+               for iv, n in zip(regions[o], sizes)):
+        with pytest.raises(RealizeError, match="beyond the size asked for"):
             compiled.realize(sizes, **inputs)
         return
-    try:
-        got = compiled.realize(sizes, **inputs)
-    except RealizeError as exc:
-        # Known lowering imprecision (reported): input_regions may over-approximate what
-        # guarded tail iterations read, so an input the reference accepts is refused.
-        assert "is too small" in str(exc), exc
-        assume(False)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    got = compiled.realize(sizes, **inputs)
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
     for name, g, w in zip(pipe.output_names, got, want):
@@ -138,3 +104,15 @@ def test_random_pipeline_and_schedule_match_reference(data):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
         else:
             np.testing.assert_array_equal(g, w, err_msg=msg)
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_random_pipeline_and_schedule_match_reference(data):
+    _check(data, gpu=False)
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_random_gpu_schedules_run_by_the_cpu_emulation_match_reference(data):
+    _check(data, gpu=True)

@@ -208,12 +208,12 @@ def _eval_int(e, env) -> int:
 
 
 def _check_input(name: str, arr: np.ndarray, needed) -> None:
-    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None."""
+    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None (then
+    nothing at all is read)."""
     shape = tuple(reversed(arr.shape))
-    for d, r in enumerate(needed):
-        if r is None:
-            continue
-        lo, hi = r
+    if any(r is None for r in needed):
+        return                           # an empty region: nothing is read
+    for d, (lo, hi) in enumerate(needed):
         if lo < 0 or hi >= shape[d]:
             raise RealizeError(
                 f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
