@@ -37,6 +37,7 @@ _LOADED: set = set()
 
 def plugin_path(name: str) -> str:
     """The plugin library of autoscheduler ``name`` inside the installed halide package."""
+    name = name.lower()
     if name not in AUTOSCHEDULERS:
         raise TilesolveError(f"unknown Halide autoscheduler {name!r}; known: {', '.join(AUTOSCHEDULERS)}")
     hl = hl_module()
@@ -53,6 +54,7 @@ def plugin_path(name: str) -> str:
 def load_autoscheduler(name: str) -> str:
     """Load ``name``'s plugin once; returns Halide's registered name for it."""
     hl = hl_module()
+    name = name.lower()
     if name not in _LOADED:
         path = plugin_path(name)
         try:
