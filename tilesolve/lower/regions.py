@@ -21,6 +21,7 @@ from ..errors import BoundsError, RealizeError
 from ..model import expr as E
 from ..model import types as T
 from ..model.evaluate import eval_scalar
+from ..model.visit import walk
 from . import bounds as B
 from . import ir as L
 from .flatten import Flattener
@@ -49,12 +50,27 @@ def input_region_exprs(body: L.Stmt, inputs, buffer_args: set, known: dict | Non
     return tuple(out)
 
 
+def _defaults(lowered) -> dict:
+    """Param defaults, from the Param nodes the region Exprs hold."""
+    out = {}
+    for _, dims in lowered.input_regions:
+        for pair in dims:
+            for e in pair:
+                out.update({n.name: n.default for n in walk(e) if isinstance(n, E.Param)})
+    return out
+
+
 def _env(lowered, buffers: dict, params: dict | None) -> dict:
     env = {}
+    defaults = None
     for a in lowered.args:
         if a.kind == "scalar":
-            if params and a.name in params:
-                env[a.name] = np.asarray(params[a.name], dtype=a.type.dtype)
+            v = (params or {}).get(a.name)
+            if v is None:
+                defaults = _defaults(lowered) if defaults is None else defaults
+                v = defaults.get(a.name)
+            if v is not None:
+                env[a.name] = np.asarray(v, dtype=a.type.dtype)
             continue
         v = buffers.get(a.name)
         if v is None:
@@ -68,7 +84,8 @@ def _env(lowered, buffers: dict, params: dict | None) -> dict:
 def input_regions(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = None) -> dict:
     """``{input: [(lo, hi), ...]}`` (innermost first) the program reads, for the
     arrays (or sizes, innermost first) in ``buffers`` (outputs and inputs by
-    name) and the Param values ``params``.  ``hi < lo`` means nothing is read."""
+    name) and the Param values ``params`` (their defaults where missing).
+    ``hi < lo`` means nothing is read."""
     env = _env(lowered, buffers, params)
     out = {}
     for name, dims in lowered.input_regions:

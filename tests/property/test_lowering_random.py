@@ -1,0 +1,142 @@
+"""Random pipelines x random legal schedules: the lowered loop IR, run by the
+checking interpreter, equals ``ts.reference.realize``.
+
+Pipelines come from ``strategies.pipelines()`` (pointwise, stencils, 2x
+resampling, inline reductions, histograms, scans, lookups, boundary
+conditions); schedules from ``schedule_strategies.schedules()`` (inline /
+root / compute_at any loop / store_at, splits with every tail, tiles,
+reorders, fuses, vectorize, unroll, parallel).  The interpreter raises on any
+read of an element never stored and on any access outside a buffer, so this
+also checks that every Load reads a region some Store wrote.  Sizes are
+small (and scaled up once in a while so that some factors divide the
+extents and some do not).
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from schedule_strategies import schedules
+from strategies import pipelines
+
+import tilesolve as ts
+from tilesolve.analysis.intervals import required_regions
+from tilesolve.errors import ScheduleError
+from tilesolve.lower import input_regions, interpret, lower, run
+
+
+def _arrays(case, sizes, lowered, rng):
+    """Inputs covering what both the reference and the lowered program read
+    (None when one of them reads an input at a negative index)."""
+    pipe = case.pipeline
+    ref = required_regions(pipe, sizes, input_sizes=case.input_sizes)
+    out_sizes = {o: sizes for o in pipe.output_names}
+    shapes = {}
+    for name, img in pipe.images.items():
+        if name in case.input_sizes:
+            shapes[name] = list(case.input_sizes[name])
+            continue
+        box = ref.get(name)
+        his = [0] * img.dims if box is None else [int(iv.hi) for iv in box]
+        if box is not None and any(iv.lo < 0 for iv in box):
+            return None
+        shapes[name] = [h + 1 for h in his]
+    # the lowered program's own regions may depend on the input extents: iterate
+    for _ in range(4):
+        mine = input_regions(lowered, {**out_sizes, **shapes})
+        grown = False
+        for name, region in mine.items():
+            for d, (lo, hi) in enumerate(region):
+                if hi < lo:
+                    continue
+                if lo < 0:
+                    return None
+                if hi + 1 > shapes[name][d]:
+                    if name in case.input_sizes:
+                        return None
+                    shapes[name][d] = hi + 1
+                    grown = True
+        if not grown:
+            break
+    arrays = {}
+    for name, img in pipe.images.items():
+        shape = tuple(reversed(shapes[name]))
+        t = img.type
+        if t.is_float():
+            arrays[name] = rng.uniform(-4, 4, shape).astype(np.float32)
+        elif t.is_uint():
+            arrays[name] = rng.integers(0, min(256, 1 << t.bits), shape).astype(t.dtype)
+        else:
+            arrays[name] = rng.integers(-50, 50, shape).astype(t.dtype)
+    return arrays
+
+
+@settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_pipeline_and_schedule_interpret_like_the_reference(data):
+    case = data.draw(pipelines(max_stages=4), label="pipeline")
+    pipe = case.pipeline
+    scale = data.draw(st.sampled_from([1, 1, 4]), label="scale")
+    sizes = [s * scale for s in case.sizes]
+    regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
+    # an output whose own updates (or another output) need more than asked for
+    assume(all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
+               for iv, n in zip(regions[o], sizes)))
+    sched = data.draw(schedules(pipe), label="schedule")
+    try:
+        lowered = lower(pipe, sched)
+    except ScheduleError as exc:
+        # vectorize/unroll without a width on a loop of run-time extent
+        assert "is not a constant" in str(exc), exc
+        assume(False)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
+    inputs = _arrays(case, sizes, lowered, rng)
+    assume(inputs is not None)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    want = want if isinstance(want, tuple) else (want,)
+    bufs = dict(inputs)
+    got = []
+    for o in pipe.outputs:
+        bufs[o.name] = np.zeros(tuple(reversed(sizes)), dtype=o.type.dtype)
+        got.append(bufs[o.name])
+    params = {n: p.default for n, p in pipe.params.items()}
+    interpret(lowered, bufs, params)
+    for name, g, w in zip(pipe.output_names, got, want):
+        msg = f"output {name}\n{case}\n{sched}\n{lowered}"
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=msg)
+
+
+@settings(max_examples=max(5, settings().max_examples // 3),
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_gpu_schedules_emulate_like_the_reference(data):
+    """gpu_block/gpu_thread loops run serially (Barrier is a no-op)."""
+    case = data.draw(pipelines(max_stages=3), label="pipeline")
+    pipe = case.pipeline
+    sizes = case.sizes
+    regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
+    assume(all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
+               for iv, n in zip(regions[o], sizes)))
+    sched = data.draw(schedules(pipe, gpu=True), label="schedule")
+    try:
+        lowered = lower(pipe, sched)
+    except ScheduleError as exc:
+        assert "is not a constant" in str(exc), exc
+        assume(False)
+    assert lowered.target == "cuda"
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
+    inputs = _arrays(case, sizes, lowered, rng)
+    assume(inputs is not None)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    want = want if isinstance(want, tuple) else (want,)
+    got = run(lowered, sizes, **inputs)
+    got = got if isinstance(got, tuple) else (got,)
+    for g, w in zip(got, want):
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+        else:
+            np.testing.assert_array_equal(g, w)
+
