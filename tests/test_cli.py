@@ -61,6 +61,7 @@ def test_specs_lists_specs(capsys):
     (["bench", "--repeat", "0"], "expected a positive integer"),
     (["bench", "--size", "huge"], "invalid choice: 'huge'"),
     (["bench", "--time-limit", "-1"], "positive number of seconds"),
+    (["bench", "--halide-autoschedulers", "mullapudi"], "valid: mullapudi2016, adams2019, li2018"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
 def test_bad_options_give_clear_errors(argv, message, capsys):

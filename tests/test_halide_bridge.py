@@ -174,7 +174,7 @@ def test_solver_schedule_replayed(name):
 
 @pytest.mark.parametrize("name", list(AUTOSCHEDULERS))
 def test_halide_autoschedulers(name):
-    app = APPS["unsharp"]
+    app = APPS["blur"]
     case = Case(app, app.SMALL_SIZE, {}, seed=0)
     hp = th.translate(case.pipeline)
     set_estimates(hp, case.sizes, case.inputs)
@@ -198,3 +198,37 @@ def test_names_halide_accepts():
     assert th.halide_name("_") == "v_" and th.halide_name("_0") == "v_0"
     assert th.halide_name("_x") == "_x" and th.halide_name("blur") == "blur"
     assert th.available()[0]
+
+
+def test_bench_compare_halide_at_paper_size():
+    """The Halide rows end to end on a tiny app: paper-size schedules that fail at the
+    small size in Halide are checked with small-size ones; outputs match naive's."""
+    from tilesolve.bench.runner import BenchOptions, run_bench
+
+    def build(sizes=None):
+        x, y = ts.Var("x"), ts.Var("y")
+        inp = ts.ImageParam(ts.float32, 2, "input")
+        cl = ts.boundary.repeat_edge(inp)
+        bx, by = ts.Func("blur_x"), ts.Func("blur_y")
+        bx[x, y] = (cl[x - 1, y] + cl[x, y] + cl[x + 1, y]) / 3
+        by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+        w, h = sizes or [512, 256]
+        return ts.Pipeline(by), {"blur_y": [w, h], "input": [w, h]}
+
+    def make_inputs(sizes, seed=0):
+        return {"input": np.random.default_rng(seed).random(sizes[::-1], dtype=np.float32)}
+    app = type("TinyApp", (), {"build": staticmethod(build), "make_inputs": staticmethod(make_inputs),
+                               "PAPER_SIZE": [512, 256], "SMALL_SIZE": [20, 12]})
+    opts = BenchOptions(methods=["naive", "greedy"], size="paper", repeat=1, compare_halide=True,
+                        halide_autoschedulers=["mullapudi2016"])
+    res = run_bench(opts, apps={"tiny": app})
+    rows = {(r.method, r.schedule_from): r for r in res.records}
+    assert set(rows) == {("naive", None), ("greedy", None), ("halide-mullapudi2016", None),
+                         ("ts-schedule@halide", "greedy")}
+    for r in res.records:
+        assert r.status == "ok" and r.check == "ok", (r.method, r.detail)
+        assert r.run_ms_min > 0 and r.sizes == [512, 256] and r.check_sizes == [20, 12]
+    assert rows[("ts-schedule@halide", "greedy")].backend == "halide"
+    # the 512-wide tiles of the paper-size schedule do not fit the 20 x 12 check in Halide
+    assert "checked with its small-size schedule" in rows[("halide-mullapudi2016", None)].detail
+    assert res.ok

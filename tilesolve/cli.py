@@ -1,7 +1,8 @@
 """The ``tilesolve`` command.
 
     tilesolve bench [--apps a,b] [--methods m1,m2] [--spec host] [--size small|paper]
-                    [--repeat N] [--time-limit S] [--compare-halide] [--json F] [--csv F]
+                    [--repeat N] [--time-limit S] [--seed N] [--compare-halide]
+                    [--halide-autoschedulers a,b] [--json F] [--csv F] [-q]
     tilesolve specs [NAME]          # list the hardware specs, or print one as YAML
     tilesolve demo [--size W H]     # the blur of DESIGN.md: schedule, compile, check
 

@@ -64,6 +64,9 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare-halide", action="store_true",
                    help="also run Halide's autoschedulers and tilesolve's schedules compiled by "
                         "Halide (needs `pip install halide`)")
+    p.add_argument("--halide-autoschedulers", type=_list, default=None, metavar="A,B",
+                   help="with --compare-halide: which of Halide's autoschedulers to run "
+                        "(mullapudi2016, adams2019, li2018; default: all)")
     p.add_argument("--json", metavar="FILE", help="write the records as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the records as CSV")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -76,6 +79,12 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
             p.error(f"unknown method {bad[0]!r}; valid methods: {', '.join(M.ALL_METHODS)}")
         if not args.methods:
             p.error("--methods is empty")
+    if args.halide_autoschedulers is not None:
+        from ..interop.halide_auto import AUTOSCHEDULERS
+        bad = [a for a in args.halide_autoschedulers if a not in AUTOSCHEDULERS]
+        if bad or not args.halide_autoschedulers:
+            p.error(f"unknown Halide autoscheduler {(bad or [''])[0]!r}; valid: "
+                    f"{', '.join(AUTOSCHEDULERS)}")
     if args.apps is not None:
         try:
             valid = app_names()
@@ -97,7 +106,8 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     _validate(parser, args)
     opts = BenchOptions(apps=args.apps, methods=args.methods, spec=args.spec, size=args.size,
                         repeat=args.repeat, time_limit=args.time_limit,
-                        compare_halide=args.compare_halide, seed=args.seed)
+                        compare_halide=args.compare_halide,
+                        halide_autoschedulers=args.halide_autoschedulers, seed=args.seed)
     progress = Progress(stream=err, enabled=not args.quiet)
     old = _interrupt_on_sigterm()
     try:
@@ -110,8 +120,8 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     out.write(format_table(result.records, result.environment))
     if result.interrupted:
         out.write("INTERRUPTED: the table holds the rows finished before the interruption\n")
-    options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat",
-                                             "time_limit", "compare_halide", "seed")}
+    options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat", "time_limit",
+                                             "compare_halide", "halide_autoschedulers", "seed")}
     options["spec"] = str(opts.spec)
     if args.json:
         write_json(args.json, result.records, result.environment, options)

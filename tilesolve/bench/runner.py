@@ -46,6 +46,7 @@ class BenchOptions:
     repeat: int = 7
     time_limit: float | None = None
     compare_halide: bool = False
+    halide_autoschedulers: list | None = None   # None: all of them
     seed: int = 0
 
 
@@ -239,6 +240,16 @@ class AppRun:
         self.naive_out = None          # naive's output at the run size (paper runs)
         self.schedules: dict = {}      # method -> schedule of the run pipeline
         self.check_schedules: dict = {}
+
+    def small_case(self) -> Case:
+        """The app built at the small size (estimates for it), on the check inputs."""
+        if self.check.estimates is not self.run.estimates or self.opts.size == "small":
+            return self.check
+        if getattr(self, "_small", None) is None:
+            small_params = dict(getattr(self.app, "SMALL_BUILD", {}) or {})
+            self._small = Case(self.app, self.app.SMALL_SIZE, small_params, self.opts.seed)
+            self._small._inputs = self.check.inputs
+        return self._small
 
     @property
     def separate_check(self) -> bool:
