@@ -5,7 +5,8 @@ Entry points: ``tilesolve bench`` (``bench/cli.py``) and
 
     {"tilesolve_bench": 1,
      "environment": {spec, cores, threads, date, host, python, numpy, tilesolve, halide},
-     "options": {apps, methods, spec, size, repeat, time_limit, compare_halide, seed},
+     "options": {apps, methods, spec, size, repeat, time_limit, compare_halide,
+                 halide_autoschedulers, seed},
      "records": [record, ...]}
 
 and ``--csv FILE`` one line per record with the same fields (lists

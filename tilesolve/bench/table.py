@@ -12,8 +12,8 @@ from .record import FIELDS
 
 __all__ = ["format_table", "write_json", "write_csv"]
 
-COLUMNS = ("app", "Funcs", "method", "solve s", "compile s", "run ms min/median", "speedup",
-           "pred cost", "check")
+COLUMNS = ("app", "Funcs", "method", "solve s", "compile s", "cached s", "run ms min/median",
+           "speedup", "pred cost", "check")
 
 
 def _num(v, fmt: str) -> str:
@@ -41,7 +41,7 @@ def _method(r) -> str:
 def _row(r, note: int | None) -> list:
     mark = f" [{note}]" if note else ""
     if r.status == "unavailable":
-        return [r.app, str(r.funcs or "-"), _method(r), "-", "-", "-", "-", "-", f"n/a{mark}"]
+        return [r.app, str(r.funcs or "-"), _method(r), "-", "-", "-", "-", "-", "-", f"n/a{mark}"]
     compile_s = _seconds(r.compile_s)
     if r.compile_cache_hit:
         compile_s += "*"
@@ -50,8 +50,8 @@ def _row(r, note: int | None) -> list:
     check = {"ok": "ok", "FAIL": "FAIL <<<"}.get(r.check or "", "-")
     if r.status == "error":
         check = "ERROR <<<"
-    return [r.app, str(r.funcs), _method(r), _seconds(r.solve_s), compile_s, run, speed,
-            _num(r.predicted_cost, ".3g"), check + mark]
+    return [r.app, str(r.funcs), _method(r), _seconds(r.solve_s), compile_s,
+            _seconds(r.compile_cached_s), run, speed, _num(r.predicted_cost, ".3g"), check + mark]
 
 
 def format_table(records, environment: dict | None = None) -> str:
@@ -65,7 +65,7 @@ def format_table(records, environment: dict | None = None) -> str:
         rows.append(_row(r, n))
     widths = [max(len(COLUMNS[i]), *(len(row[i]) for row in rows)) if rows else len(COLUMNS[i])
               for i in range(len(COLUMNS))]
-    right = {1, 3, 4, 5, 6, 7}
+    right = {1, 3, 4, 5, 6, 7, 8}
 
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w)
@@ -83,8 +83,8 @@ def format_table(records, environment: dict | None = None) -> str:
             out.append("")
         prev = r.app
         out.append(line(row))
-    if any(r.compile_cache_hit for r in records):
-        out.append("* compiled code loaded from the on-disk cache")
+    out.append("compile s: the first compile (* = it was already in the on-disk cache); "
+               "cached s: compiling again, from the cache")
     if records:
         reps = sorted({r.repeat for r in records if r.repeat})
         out.append(f"run ms: min/median of {'/'.join(map(str, reps)) or 'the'} timed runs after one "
