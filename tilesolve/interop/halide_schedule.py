@@ -178,8 +178,7 @@ def schedule_calls(hp, schedule) -> str:
                 else:
                     calls.append(f"{pre}fuse({halide_name(t.inner)}, {halide_name(t.outer)}, "
                                  f"{halide_name(t.fused)})")
-            if len(st.dims) > 1 and (st.transforms or k > 0 or
-                                     st.loop_names() != tuple(a.name for a in hp.source.func(name).pure.args)):
+            if len(st.dims) > 1:      # apply_schedule always states the order
                 calls.append(f"{pre}reorder({', '.join(halide_name(d.var) for d in st.dims)})")
             for d in st.dims:
                 if d.kind in ("parallel", "vectorized", "unrolled"):
