@@ -14,7 +14,7 @@ extents and some do not).
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 from schedule_strategies import schedules
 from strategies import pipelines
@@ -83,12 +83,14 @@ def test_random_pipeline_and_schedule_interpret_like_the_reference(data):
     assume(all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
                for iv, n in zip(regions[o], sizes)))
     sched = data.draw(schedules(pipe), label="schedule")
+    note(str(sched))
     try:
         lowered = lower(pipe, sched)
     except ScheduleError as exc:
         # vectorize/unroll without a width on a loop of run-time extent
         assert "is not a constant" in str(exc), exc
         assume(False)
+    note(str(lowered))
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
     inputs = _arrays(case, sizes, lowered, rng)
     assume(inputs is not None)
@@ -121,6 +123,7 @@ def test_random_gpu_schedules_emulate_like_the_reference(data):
     assume(all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
                for iv, n in zip(regions[o], sizes)))
     sched = data.draw(schedules(pipe, gpu=True), label="schedule")
+    note(str(sched))
     try:
         lowered = lower(pipe, sched)
     except ScheduleError as exc:

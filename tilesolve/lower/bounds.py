@@ -300,15 +300,12 @@ class _Walker:
         self.scope.cache.pop(name, None)
         return old
 
-    def pop(self, name, old, narrowed=False):
+    def pop(self, name, old):
         if old is None:
             dict.pop(self.scope, name, None)
         else:
             dict.__setitem__(self.scope, name, old)
-        if narrowed:
-            self.scope.cache.clear()
-        else:
-            self.scope.cache.pop(name, None)
+        self.scope.cache.pop(name, None)
 
     # -- expressions -----------------------------------------------------------------
     def expr_box(self, e: E.Expr):
@@ -375,16 +372,20 @@ class _Walker:
         return box
 
     def _narrowed(self, s, cond, truth):
-        saved = []
-        for name, iv in narrowings(self, cond, truth):
-            saved.append((name, self.push(name, iv)))
-        self.scope.cache.clear()
+        narrow = narrowings(self, cond, truth)
+        if not narrow:
+            return self.stmt_box(s)
+        # Intervals cached before stay valid (only wider than they could be);
+        # those computed under the narrowing must not outlive it.
+        before = set(self.scope.cache)
+        saved = [(name, self.push(name, iv)) for name, iv in narrow]
         try:
             return self.stmt_box(s)
         finally:
             for name, old in reversed(saved):
-                self.pop(name, old, narrowed=True)
-            self.scope.cache.clear()
+                self.pop(name, old)
+            for k in set(self.scope.cache) - before:
+                del self.scope.cache[k]
 
 
 _NEG = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}

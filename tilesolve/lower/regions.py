@@ -29,12 +29,20 @@ from .flatten import Flattener
 
 def input_region_exprs(body: L.Stmt, inputs, buffer_args: set, known: dict | None = None,
                        func_bounds: dict | None = None, loop_names=frozenset()) -> tuple:
-    """``((name, ((min, extent), ...)), ...)`` for each input (unflattened ``body``)."""
+    """``((name, ((min, extent), ...)), ...)`` for each input (unflattened ``body``).
+
+    The lets at the top of the program (the hoisted regions of root-level
+    Funcs) stay symbolic in the walk, and each Expr carries the ones it needs
+    as ``Let`` nodes: the Exprs stay small however long the pipeline."""
     fl = Flattener(buffer_args)
     names = B.Names()
+    top, rest = [], body
+    while isinstance(rest, L.LetStmt):
+        top.append((rest.name, rest.value))
+        rest = rest.body
     out = []
     for img in inputs:
-        box = B.box_of(body, img.name, writes=False, known=known, func_bounds=func_bounds,
+        box = B.box_of(rest, img.name, writes=False, known=known, func_bounds=func_bounds,
                        names=names, loop_names=loop_names)
         if box is None:
             out.append((img.name, tuple((E.Const(T.int32, 0), E.Const(T.int32, 0))
@@ -45,9 +53,23 @@ def input_region_exprs(body: L.Stmt, inputs, buffer_args: set, known: dict | Non
             if lo is None or hi is None:
                 raise BoundsError(f"the region of input {img.name} read by the program is "
                                   f"unbounded in dimension {d}; clamp the indices that read it")
-            dims.append((simplify(fl.expr(lo)), simplify(fl.expr(hi - lo + 1))))
+            dims.append((_with_lets(fl.expr(lo), top, fl), _with_lets(fl.expr(hi - lo + 1), top, fl)))
         out.append((img.name, tuple(dims)))
     return tuple(out)
+
+
+def _with_lets(e: E.Expr, top: list, fl) -> E.Expr:
+    """``e`` wrapped in ``Let`` nodes for the top-level lets it uses (transitively)."""
+    e = simplify(e)
+    need = {n.name for n in walk(e) if isinstance(n, E.Var)}
+    used = []
+    for name, value in reversed(top):
+        if name in need:
+            used.append((name, value))
+            need |= {n.name for n in walk(value) if isinstance(n, E.Var)}
+    for name, value in used:
+        e = E.Let(name, simplify(fl.expr(value)), e)
+    return e
 
 
 def _defaults(lowered) -> dict:

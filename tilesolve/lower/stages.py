@@ -80,6 +80,7 @@ class _Builder:
         self.prefix = f"{func.name}.s{k}"
         self.used: set = set()
         self.ranges: dict = {}
+        self.rounded: set = set()      # split variables computed past their extent
 
     def fresh(self, name: str) -> str:
         out, n = name, 2
@@ -163,11 +164,31 @@ class _Builder:
         # what the rebuilt variable covers over the whole nest (guards skip the rest)
         last = o_ext * f_ if tail == "round_up" and not exact else ext
         self.ranges[lp.ir] = (mn, simplify(mn + last - 1))
+        if tail == "round_up" and not exact:
+            self.rounded.add(lp.ir)
+
+    def _drop_grown_ranges(self, defs):
+        """A variable rebuilt from one that ``round_up`` runs past its extent
+        (``split(xi, ..., tail="round_up")`` after ``split(x, xo, xi)``) runs
+        past its own range too: interval arithmetic bounds it instead."""
+        memo: dict = {}
+
+        def grown(v):
+            if v not in memo:
+                memo[v] = False
+                parts = [n.name for n in walk(defs[v]) if isinstance(n, E.Var)
+                         and n.name in defs] if v in defs else []
+                memo[v] = any(p in self.rounded or grown(p) for p in parts)
+            return memo[v]
+        for v in list(self.ranges):
+            if grown(v):
+                del self.ranges[v]
 
     def build(self, d, inliner, guard_shifts: bool):
-        self.used, self.ranges = set(), {}
+        self.used, self.ranges, self.rounded = set(), {}, set()
         loops, sub = self.original_loops(d)
         cur, defs, guards, conds = self.apply(loops, guard_shifts)
+        self._drop_grown_ranges(defs)
         names = [dm.var for dm in self.ss.dims]
         if set(names) != set(cur) or len(names) != len(cur):
             raise ScheduleError(f"{self.where}: the schedule's loops ({', '.join(names)}) do not "
