@@ -187,13 +187,19 @@ def test_cache_hit_in_a_second_process(tmp_path):
     np.testing.assert_array_equal(c.realize([8, 2], inp=a, k=1.0), np.full((2, 8), 2.0))
 
 
-def test_compile_rejects_gpu_targets():
+def test_compile_routes_gpu_targets_to_cuda():
+    """A cuda schedule or a GPU spec goes to the CUDA backend, which (without pycuda
+    and a GPU, as here) says so and names the CPU-side alternatives."""
     pipe = make_pipeline()
-    with pytest.raises(ts.TilesolveError, match="CUDA backend"):
-        ts.compile(pipe, target="cuda")
+    from tilesolve.backend.cuda.runtime import availability
+    if availability() is None:
+        pytest.skip("a GPU and pycuda are present: the CUDA path is tested in test_cuda_backend")
     sched = ts.Schedule(pipe, target="cuda")
-    with pytest.raises(ts.TilesolveError, match="targets 'cuda'"):
+    with pytest.raises(ts.TilesolveError, match="emulate_cuda"):
         ts.compile(pipe, sched)
-    spec = ts.load_spec("h100")
-    with pytest.raises(ts.TilesolveError, match="is a GPU"):
-        ts.compile(pipe, target=spec)
+    with pytest.raises(ts.TilesolveError, match="needs a schedule made for it"):
+        ts.compile(pipe, ts.Schedule(pipe), target=ts.load_spec("h100"))
+    with pytest.raises(ts.TilesolveError, match="is a CPU"):
+        ts.compile(pipe, sched, target="cpu")
+    with pytest.raises(ts.TilesolveError, match="target must be"):
+        ts.compile(pipe, target=3.5)

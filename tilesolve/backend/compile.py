@@ -24,31 +24,43 @@ from ..model.pipeline import Pipeline
 __all__ = ["compile", "compile_lowered"]
 
 
-def _cpu_target(schedule, target) -> None:
-    """Raise unless this compile is for the CPU (the only backend so far)."""
+def _route(schedule, target):
+    """``("cpu", None)`` or ``("cuda", spec_or_None)`` from the schedule's target and
+    ``target`` (None, "cpu"/"host", "cuda", a spec name or a HardwareSpec)."""
     sched_target = getattr(schedule, "target", "cpu") if schedule is not None else "cpu"
-    if sched_target != "cpu":
-        raise TilesolveError(f"ts.compile: the schedule targets {sched_target!r}; only the CPU "
-                             "backend exists so far (the CUDA backend is later work)")
+    spec = None
     if target is None or target in ("cpu", "host"):
-        return
-    if isinstance(target, str):
-        raise TilesolveError(f"ts.compile: target {target!r} is not supported; use 'cpu' "
-                             "(the CUDA backend is later work)")
-    kind = getattr(target, "kind", None)
-    if kind == "gpu":
-        raise TilesolveError(f"ts.compile: the hardware spec {getattr(target, 'name', target)!r} "
-                             "is a GPU; only the CPU backend exists so far")
-    if kind != "cpu":
-        raise TilesolveError(f"ts.compile: target must be 'cpu' or a HardwareSpec, got {target!r}")
+        kind = "cpu"
+    elif target == "cuda":
+        kind = "cuda"
+    else:
+        if isinstance(target, str):
+            from ..specs import load_spec
+            target = load_spec(target)
+        kind = getattr(target, "kind", None)
+        if kind not in ("cpu", "gpu"):
+            raise TilesolveError(f"ts.compile: target must be 'cpu', 'cuda', a spec name or a "
+                                 f"HardwareSpec, got {target!r}")
+        kind = "cuda" if kind == "gpu" else "cpu"
+        spec = target if kind == "cuda" else None
+    if sched_target == "cuda":
+        if kind == "cpu" and target not in (None,):
+            raise TilesolveError(f"ts.compile: the schedule targets 'cuda' but target {target!r} "
+                                 "is a CPU")
+        kind = "cuda"
+    elif kind == "cuda" and schedule is not None:
+        raise TilesolveError("ts.compile: a GPU target needs a schedule made for it "
+                             "(Schedule(pipe, target='cuda'), or solve_schedule with a GPU spec)")
+    return kind, spec
 
 
 def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None):  # noqa: A001
     """Compile ``pipeline`` under ``schedule`` (None: the default schedule, every Func
-    inlined or computed at root as lowering decides) for the host CPU.
+    inlined or computed at root as lowering decides) for the host CPU, or with the
+    CUDA backend when the schedule targets "cuda" or ``target`` is a GPU.
 
-    ``target``: None, ``"cpu"`` or a CPU ``HardwareSpec`` (code is always generated for the
-    host CPU's features).  ``num_threads``: the thread team for parallel loops.
+    ``target``: None, ``"cpu"``, ``"cuda"``, a spec name or a ``HardwareSpec`` (CPU code
+    is always generated for the host CPU's features).  ``num_threads``: the thread team for parallel loops.
     ``cache_dir``: where compiled objects are cached (``False`` disables the cache).
     """
     from .cpu.jit import DiskCache, default_cache_dir
@@ -58,7 +70,12 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
         raise TypeError(f"ts.compile: expected a Pipeline, got {type(pipeline).__name__}")
     if schedule is not None and getattr(schedule, "pipeline", pipeline) is not pipeline:
         raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
-    _cpu_target(schedule, target)
+    kind, spec = _route(schedule, target)
+    if kind == "cuda":
+        # The CUDA backend: without pycuda and a GPU this raises CudaUnavailableError,
+        # naming build_cuda (compile only) and emulate_cuda (run on the CPU) instead.
+        from .cuda import compile_cuda
+        return compile_cuda(pipeline, schedule, spec)
     if num_threads is None:
         num_threads = resolve_num_threads(os.environ)
     elif isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
