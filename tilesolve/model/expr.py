@@ -44,8 +44,9 @@ def _key_part(v):
                                    and v is not None):
         return ("o", id(v))
     if isinstance(v, float):
-        # floats and ints compare equal in Python (1 == 1.0); keep them apart
-        return ("f", v if v == v else "nan")
+        # floats and ints compare equal in Python (1 == 1.0), and so do 0.0 and
+        # -0.0 (1 / -0.0 is -inf): key floats by their exact bits
+        return ("f", v.hex())
     if isinstance(v, tuple):
         return tuple(_key_part(x) for x in v)
     return v

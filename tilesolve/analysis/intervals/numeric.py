@@ -313,8 +313,8 @@ def intrinsic(name, t, args):
         return _widen(t, -math.pi, math.pi, _rel(t))
     if name == "pow":
         b = args[1]
-        if lo < 0:
-            return EVERYTHING
+        if lo < 0 or (lo == 0 and math.copysign(1.0, lo) < 0):
+            return EVERYTHING       # pow(-0.0, -1.0) is -inf
         vs = [_call(math.pow, x, y) for x in (lo, hi) for y in b]
         vs = [INF if v != v else v for v in vs]   # 0 ** -y: ZeroDivision -> inf
         return _widen(t, max(min(vs), 0.0), max(vs), _rel(t))
