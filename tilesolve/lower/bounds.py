@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from ..analysis.intervals import INDEX_LIMIT, Bounder, Interval
+from ..analysis import simplify as _S
 from ..analysis.simplify import simplify
 from ..model import expr as E
 from ..model import types as T
@@ -120,6 +121,17 @@ class LowerBounder(Bounder):
                 zero = E.Const(t, 0)
                 return Interval(0, simplify(E.max_(E.Intrinsic("abs", (d,), t) - 1, zero)))
         return r
+
+    def _select(self, e, c, tv, fv):
+        """A condition that is one symbolic value (a test of free names, such as
+        the shift-inward ``256 <= out.extent.0``) picks one branch for all
+        points: ``select`` the branches' bounds instead of joining them."""
+        if (not c.is_numeric() and c.is_single_point() and tv.is_bounded()
+                and fv.is_bounded() and _S.prove(c.lo) is None):
+            t = e.type
+            return Interval(*(simplify(E.select(c.lo, _fe(a, t), _fe(b, t)))
+                              for a, b in ((tv.lo, fv.lo), (tv.hi, fv.hi))))
+        return super()._select(e, c, tv, fv)
 
     def _cast(self, e, a):
         src, dst = e.value.type, e.type
@@ -244,6 +256,15 @@ class _Scope(dict):
         return list(dict.keys(self))
 
 
+def _small(e: E.Expr, limit: int = 8) -> bool:
+    n = 0
+    for _ in walk(e):
+        n += 1
+        if n > limit:
+            return False
+    return True
+
+
 class _Walker:
     def __init__(self, name: str, reads: bool, writes: bool, known: dict | None,
                  func_bounds: dict | None, names: Names, loop_names=frozenset()):
@@ -271,19 +292,49 @@ class _Walker:
             # ``e = h - m + 1`` iterations, and ``m + e - 1`` must become ``h``
             # before intervals forget that both ``m`` are the same.
             mn = self.inline_lets(p.expr)
-            last = simplify(self.inline_lets(E.binop("sub", E.binop("add", p.expr, p.extent), 1)))
+            last = self.inline_lets(E.binop("sub", E.binop("add", p.expr, p.extent), 1))
             return Interval(self.pair(b, mn)[0], self.pair(b, last)[1])
-        if p.known is not None and all(dict.__contains__(self.scope, n.name)
-                                       for n in walk(p.expr) if isinstance(n, E.Var)
-                                       and n.name in self.loop_names):
+        if p.known is not None and self._enclosed(p.expr):
             # every loop it is built from runs inside the walk: it covers exactly its
             # known range (a split variable: the original loop's range)
-            lo, hi = (simplify(self.inline_lets(k)) for k in p.known)
+            lo, hi = (self.inline_lets(k) for k in p.known)
             return Interval(self.pair(b, lo)[0], self.pair(b, hi)[1])
         return Interval(*self.pair(b, p.expr))
 
+    def _enclosed(self, e: E.Expr) -> bool:
+        """Whether every loop variable ``e`` depends on (through lets) runs
+        inside the walk."""
+        seen, stack = set(), [e]
+        while stack:
+            for n in walk(stack.pop()):
+                if not isinstance(n, E.Var) or n.name in seen or n.name not in self.loop_names:
+                    continue
+                seen.add(n.name)
+                v = dict.get(self.scope, n.name)
+                if v is None:
+                    return False
+                if isinstance(v, _Pending) and v.extent is None:
+                    stack.append(v.expr)
+        return True
+
     def inline_lets(self, e: E.Expr) -> E.Expr:
-        """``e`` with the lets bound inside the walk replaced by their values."""
+        """``e`` with the small lets bound inside the walk (``f.x.extent =
+        f.x.max - f.x.min + 1``) replaced by their values, recursively, and
+        simplified: ``m + e - 1`` becomes ``f.x.max`` before intervals forget
+        that both ``m`` are one.  Big values stay behind their names."""
+        memo = {}
+
+        def fn(n):
+            if isinstance(n, E.Var):
+                v = dict.get(self.scope, n.name)
+                if isinstance(v, _Pending) and v.extent is None and v.known is None \
+                        and _small(v.expr):
+                    return mutate(v.expr, fn, memo)
+            return None
+        return simplify(mutate(e, fn, memo))
+
+    def _inline_all(self, e: E.Expr) -> E.Expr:
+        """``e`` with every let bound inside the walk inlined (recursively)."""
         memo = {}
 
         def fn(n):
@@ -292,7 +343,7 @@ class _Walker:
                 if isinstance(v, _Pending) and v.extent is None and v.known is None:
                     return mutate(v.expr, fn, memo)
             return None
-        return mutate(e, fn, memo)
+        return simplify(mutate(e, fn, memo))
 
     def push(self, name, value):
         old = dict.get(self.scope, name)
@@ -358,7 +409,7 @@ class _Walker:
         return box
 
     def _if_box(self, s: L.IfThenElse):
-        cond = simplify(self.inline_lets(s.cond))
+        cond = self._inline_all(s.cond)
         free = {n.name for n in walk(cond) if isinstance(n, (E.Var, E.Param))}
         if not any(dict.__contains__(self.scope, n) for n in free):
             # a test of names free at the walk's root (the shift-inward test on a
