@@ -33,6 +33,7 @@ from ..model import expr as E
 from ..model import types as T
 from ..model.visit import walk
 from . import bounds as B
+from .bounder import LowerBounder
 from . import ir as L
 from .stages import nest_names, region_names
 
@@ -403,7 +404,7 @@ def func_value_bounds_for(pipeline) -> dict:
         if f.updates:
             continue
         scope = {a.name: Interval(None, None) for a in f.args}
-        sym = B.LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
+        sym = LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
         if sym.is_bounded():
             out[name] = sym
     return out
