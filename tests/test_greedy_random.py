@@ -14,11 +14,11 @@ float32, uint8 (wrapping) or int32 from a float32, uint8 or int32 input.
   provenance's timing fields removed, and the printed code);
 * ``method="ilp"`` (2 s limit) on a few recipes: legal and correct too.
 
-Estimates are the sizes realized (the solver's tiles then really tile the
-output: several tiles, partial ones at the edges) or 4 or 16 times larger
-(bigger groups, fused tile loops; a tile may cover the whole output).
-Compiling costs about a second an example, so the compiling tests run a
-fraction of the profile's examples.
+Estimates are the sizes realized, or 4 or 16 times larger: at the realized
+size the solver's tiles then cover the output several times over, or a few
+times with partial tiles at the edges (fused tile loops, producers per tile).  Compiling costs about a
+second an example, so the compiling tests run a fraction of the profile's
+examples.
 """
 from __future__ import annotations
 
