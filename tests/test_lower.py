@@ -276,9 +276,7 @@ def test_down_and_upsample_pair():
     # points) at most 5 columns, though interval arithmetic cannot prove that
     # min(b/2, (b+1)/2) = b/2, so the column count stays symbolic
     a = allocations(lowered)["down"]
-    assert const_extents(a)[1] == 4
-    ext = a.extents[0]
-    assert "up.s0.x.base" in str(ext) or isinstance(ext, E.Var)
+    assert const_extents(a) == (None, 4)
 
 
 def test_multiple_outputs_share_a_producer():
