@@ -12,8 +12,7 @@ schedule, and the hand schedule (Halide's classic)::
 
 for a few tile sizes.  Times are min and median of ``--repeats`` runs writing into a
 preallocated output (``out=``); the hand schedule is also timed with a fresh output per
-call (page faults included).  A second line repeats the comparison on one thread in
-CPU time, which is robust to other processes sharing a small machine.  The bandwidth bound is (bytes in + bytes out) / copy
+call (page faults included).  The bandwidth bound is (bytes in + bytes out) / copy
 bandwidth.  Compile times: cold (empty cache dir) and cached (same dir, new compile).
 This is not a test: nothing is asserted except that the results match numpy.
 """
@@ -55,48 +54,24 @@ def numpy_blur(a: np.ndarray) -> np.ndarray:
     return (bx[:-2] + bx[1:-1] + bx[2:]) / third
 
 
-def timed(fn, repeats: int, clock=time.perf_counter) -> tuple[float, float]:
+def timed(fn, repeats: int) -> tuple[float, float]:
     fn()                                   # warm up (page faults, caches, thread pool)
     ts_ = []
     for _ in range(repeats):
-        t = clock()
+        t = time.perf_counter()
         fn()
-        ts_.append(clock() - t)
+        ts_.append(time.perf_counter() - t)
     return min(ts_), statistics.median(ts_)
 
 
-def copy_bandwidth(repeats: int, clock=time.perf_counter) -> float:
+def copy_bandwidth(repeats: int) -> float:
     src = np.ones(64 * 1024 * 1024, np.float32)          # 256 MiB
     dst = np.empty_like(src)
 
     def run():
         dst[:] = src
-    best, _ = timed(run, repeats, clock)
+    best, _ = timed(run, repeats)
     return 2 * src.nbytes / best
-
-
-def single_thread_cpu_time(pipe, blur_x, blur_y, x, y, img, want, tiles, cache, repeats):
-    """The same comparison on one core in CPU time (``time.thread_time``), which other
-    processes sharing the machine disturb far less than wall-clock time."""
-    clock = time.thread_time
-    bw = copy_bandwidth(repeats, clock)
-    bound = 2 * img.nbytes / bw
-    np_best, _ = timed(lambda: numpy_blur(img), repeats, clock)
-    h, w = img.shape
-    out = np.empty_like(want)
-    line = []
-    for tx, ty in tiles:
-        c = ts.compile(pipe, hand_schedule(pipe, blur_x, blur_y, x, y, tx, ty),
-                       num_threads=1, cache_dir=cache)
-        best, _ = timed(lambda: c.realize([w, h], input=img, out=out), repeats, clock)
-        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
-        line.append((best, tx, ty))
-    best, tx, ty = min(line)
-    print(f"  one thread, CPU time: copy {bw / 1e9:.2f} GB/s, bound {bound * 1e3:.2f} ms; "
-          f"numpy {np_best * 1e3:.1f} ms; hand "
-          + ", ".join(f"{a}x{b} {t * 1e3:.1f} ms" for t, a, b in line)
-          + f"; best {tx}x{ty}: {np_best / best:.2f}x faster than numpy, "
-          f"{best / bound:.2f}x the bound", flush=True)
 
 
 def main(argv=None) -> None:
@@ -160,7 +135,6 @@ def main(argv=None) -> None:
         best, (tx, ty), c = min(results, key=lambda r: r[0])
         fb, fm = timed(lambda: c.realize([w, h], input=img), args.repeats)
         report(f"hand {tx}x{ty}, fresh output", fb, fm)
-        single_thread_cpu_time(pipe, blur_x, blur_y, x, y, img, want, tiles, cache, args.repeats)
     print(f"\nbest hand schedule {tx}x{ty}: {best * 1e3:.2f} ms = {np_best / best:.2f}x faster "
           f"than numpy, {best / bound:.2f}x the bandwidth bound; naive compile cold "
           f"{cold_naive:.2f} s; threads {c.num_threads}; notes: {list(c.notes) or 'none'}; "

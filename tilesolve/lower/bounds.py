@@ -1,5 +1,9 @@
 """Symbolic bounds inference over the loop IR (Halide's boxes_required/provided).
 
+``expr_bounds(e, scope)`` gives ``(lo, hi)`` Exprs (``None`` = unbounded) of
+the values ``e`` takes when each name in ``scope`` ranges over its interval
+(``(lo, hi)`` Exprs); a Var not in ``scope`` is a fixed symbol.
+
 ``box_of(stmt, name, scope)`` walks a statement and returns the box of
 ``name`` the statement touches (reads through Calls, writes through
 Provides), symbolic in the names free at the statement (the loop variables
@@ -13,20 +17,20 @@ outside it, region Vars, argument extents, Params):
   only (``out.extent.0 >= 256``, the shift-inward test) gives
   ``select(cond, box_then, box_else)``, so each version of a nest is exact.
 
-Boxes are lists of ``(lo, hi)`` per dimension, innermost first, each end an
-Expr or None (unbounded).  Expression bounds come from ``bounder.LowerBounder``
-(``analysis.intervals.Bounder`` in symbolic mode, plus what lowering needs).
+Boxes are lists of ``(lo, hi)`` per dimension, innermost first.
 """
 from __future__ import annotations
 
-from ..analysis.intervals import Bounder, Interval
+import math
+
+from ..analysis.intervals import INDEX_LIMIT, Bounder, Interval
 from ..analysis.simplify import simplify
 from ..model import expr as E
 from ..model import types as T
+from ..model.func import Func
 from ..model.visit import children as expr_children
 from ..model.visit import mutate, walk
 from . import ir as L
-from .bounder import LowerBounder, endpoint
 
 INT = T.int32
 
@@ -41,6 +45,113 @@ def _emax(a, b):
     if a is None or b is None:
         return None
     return a if a is b else E.max_(a, b)
+
+
+def _endpoint(v, t, is_lo: bool):
+    """An Interval endpoint as an Expr of type ``t`` (None when unbounded)."""
+    if v is None:
+        return None
+    if isinstance(v, E.Expr):
+        return v
+    if isinstance(v, float) and not t.is_float():
+        v = math.floor(v) if is_lo else math.ceil(v)
+    if not t.is_float() and (v <= -INDEX_LIMIT - 1 or v >= INDEX_LIMIT):
+        return None          # the type's whole range: nothing is known
+    return E.Const(t, v)
+
+
+def _fmin(a, b):
+    return a if a is b else E.min_(a, b)
+
+
+def _fmax(a, b):
+    return a if a is b else E.max_(a, b)
+
+
+class LowerBounder(Bounder):
+    """``Bounder`` plus symbolic float bounds, which lowering needs where a
+    float Param scales a data-dependent index (``int(v / r_sigma)``): IEEE
+    ``+ - * /`` and float-to-int truncation are monotonic in each operand, so
+    the corners bound the result (ignoring NaN, as the analysis does).
+
+    An int32 endpoint at the type's limit means "nothing known" and becomes
+    unbounded, so it never enters symbolic arithmetic (where it would wrap:
+    ``max(-2**31, e) - 2``)."""
+
+    def bounds(self, e):
+        iv = super().bounds(e)
+        t = getattr(e, "type", None)
+        if t is not None and t.code == "int" and t.bits >= 32:
+            lo, hi = iv.lo, iv.hi
+            drop_lo = isinstance(lo, (int, float)) and lo <= -INDEX_LIMIT - 1
+            drop_hi = isinstance(hi, (int, float)) and hi >= INDEX_LIMIT
+            if drop_lo or drop_hi:
+                return Interval(None if drop_lo else lo, None if drop_hi else hi)
+        return iv
+
+    def _binop(self, e, a, b):
+        t = e.a.type
+        if (t.is_float() and e.op in ("add", "sub", "mul", "div")
+                and not (a.is_numeric() and b.is_numeric())
+                and a.is_bounded() and b.is_bounded()):
+            lo = [_fe(v, t) for v in (a.lo, a.hi)]
+            hi = [_fe(v, t) for v in (b.lo, b.hi)]
+            if e.op == "add":
+                return Interval(E.binop("add", lo[0], hi[0]), E.binop("add", lo[1], hi[1]))
+            if e.op == "sub":
+                return Interval(E.binop("sub", lo[0], hi[1]), E.binop("sub", lo[1], hi[0]))
+            if e.op == "div" and not b.is_single_point():
+                return super()._binop(e, a, b)
+            cs = [E.binop(e.op, p, q) for p in lo for q in hi]
+            mn, mx = cs[0], cs[0]
+            for c in cs[1:]:
+                mn, mx = _fmin(mn, c), _fmax(mx, c)
+            return Interval(simplify(mn), simplify(mx))
+        r = super()._binop(e, a, b)
+        if (not t.is_float() and e.op in ("div", "mod") and not r.is_bounded()
+                and b.is_single_point() and isinstance(b.lo, E.Expr)):
+            d = b.lo
+            if e.op == "div" and a.is_bounded():
+                # for one divisor (of either sign, or 0), a / d is monotonic in a
+                p, q = (E.binop("div", _fe(v, t), d) for v in (a.lo, a.hi))
+                return Interval(simplify(_fmin(p, q)), simplify(_fmax(p, q)))
+            if e.op == "mod" and t.is_int():
+                # Euclidean: in [0, |d| - 1] (x % 0 == 0)
+                zero = E.Const(t, 0)
+                return Interval(0, simplify(E.max_(E.Intrinsic("abs", (d,), t) - 1, zero)))
+        return r
+
+    def _cast(self, e, a):
+        src, dst = e.value.type, e.type
+        if src.is_float() and not a.is_numeric() and a.is_bounded() \
+                and (dst.is_integral() or dst.is_float()):
+            return Interval(E.cast(dst, _fe(a.lo, src)), E.cast(dst, _fe(a.hi, src)))
+        return super()._cast(e, a)
+
+
+def _fe(v, t):
+    return v if isinstance(v, E.Expr) else E.Const(t, v)
+
+
+class Bounds:
+    """Symbolic ``(lo, hi)`` Exprs of Exprs under a scope of ``(lo, hi)``
+    intervals (None: unbounded); names outside the scope are symbols.  A thin
+    adapter over ``analysis.intervals.Bounder``."""
+
+    def __init__(self, scope: dict):
+        self.scope = scope
+        self.bounder = LowerBounder({k: Interval(*v) for k, v in scope.items()}, symbolic=True)
+
+    def __call__(self, e: E.Expr):
+        iv = self.bounder.bounds(e)
+        t = e.type
+        return _endpoint(iv.lo, t, True), _endpoint(iv.hi, t, False)
+
+
+def expr_bounds(e: E.Expr, scope: dict | None = None) -> tuple:
+    """Symbolic ``(lo, hi)`` of ``e`` (simplified; ``None`` when unbounded)."""
+    lo, hi = Bounds(scope or {})(e)
+    return (None if lo is None else simplify(lo)), (None if hi is None else simplify(hi))
 
 
 # ---------------------------------------------------------------------------
@@ -133,15 +244,6 @@ class _Scope(dict):
         return list(dict.keys(self))
 
 
-def _small(e: E.Expr, limit: int = 8) -> bool:
-    n = 0
-    for _ in walk(e):
-        n += 1
-        if n > limit:
-            return False
-    return True
-
-
 class _Walker:
     def __init__(self, name: str, reads: bool, writes: bool, known: dict | None,
                  func_bounds: dict | None, names: Names, loop_names=frozenset()):
@@ -160,7 +262,7 @@ class _Walker:
 
     def pair(self, b: Bounder, e: E.Expr) -> tuple:
         iv = b.bounds(e)
-        return endpoint(iv.lo, e.type, True), endpoint(iv.hi, e.type, False)
+        return _endpoint(iv.lo, e.type, True), _endpoint(iv.hi, e.type, False)
 
     def resolve(self, p: _Pending) -> Interval:
         b = self.bounder()
@@ -169,49 +271,19 @@ class _Walker:
             # ``e = h - m + 1`` iterations, and ``m + e - 1`` must become ``h``
             # before intervals forget that both ``m`` are the same.
             mn = self.inline_lets(p.expr)
-            last = self.inline_lets(E.binop("sub", E.binop("add", p.expr, p.extent), 1))
+            last = simplify(self.inline_lets(E.binop("sub", E.binop("add", p.expr, p.extent), 1)))
             return Interval(self.pair(b, mn)[0], self.pair(b, last)[1])
-        if p.known is not None and self._enclosed(p.expr):
+        if p.known is not None and all(dict.__contains__(self.scope, n.name)
+                                       for n in walk(p.expr) if isinstance(n, E.Var)
+                                       and n.name in self.loop_names):
             # every loop it is built from runs inside the walk: it covers exactly its
             # known range (a split variable: the original loop's range)
-            lo, hi = (self.inline_lets(k) for k in p.known)
+            lo, hi = (simplify(self.inline_lets(k)) for k in p.known)
             return Interval(self.pair(b, lo)[0], self.pair(b, hi)[1])
         return Interval(*self.pair(b, p.expr))
 
-    def _enclosed(self, e: E.Expr) -> bool:
-        """Whether every loop variable ``e`` depends on (through lets) runs
-        inside the walk."""
-        seen, stack = set(), [e]
-        while stack:
-            for n in walk(stack.pop()):
-                if not isinstance(n, E.Var) or n.name in seen or n.name not in self.loop_names:
-                    continue
-                seen.add(n.name)
-                v = dict.get(self.scope, n.name)
-                if v is None:
-                    return False
-                if isinstance(v, _Pending) and v.extent is None:
-                    stack.append(v.expr)
-        return True
-
     def inline_lets(self, e: E.Expr) -> E.Expr:
-        """``e`` with the small lets bound inside the walk (``f.x.extent =
-        f.x.max - f.x.min + 1``) replaced by their values, recursively, and
-        simplified: ``m + e - 1`` becomes ``f.x.max`` before intervals forget
-        that both ``m`` are one.  Big values stay behind their names."""
-        memo = {}
-
-        def fn(n):
-            if isinstance(n, E.Var):
-                v = dict.get(self.scope, n.name)
-                if isinstance(v, _Pending) and v.extent is None and v.known is None \
-                        and _small(v.expr):
-                    return mutate(v.expr, fn, memo)
-            return None
-        return simplify(mutate(e, fn, memo))
-
-    def _inline_all(self, e: E.Expr) -> E.Expr:
-        """``e`` with every let bound inside the walk inlined (recursively)."""
+        """``e`` with the lets bound inside the walk replaced by their values."""
         memo = {}
 
         def fn(n):
@@ -220,7 +292,7 @@ class _Walker:
                 if isinstance(v, _Pending) and v.extent is None and v.known is None:
                     return mutate(v.expr, fn, memo)
             return None
-        return simplify(mutate(e, fn, memo))
+        return mutate(e, fn, memo)
 
     def push(self, name, value):
         old = dict.get(self.scope, name)
@@ -286,7 +358,7 @@ class _Walker:
         return box
 
     def _if_box(self, s: L.IfThenElse):
-        cond = self._inline_all(s.cond)
+        cond = simplify(self.inline_lets(s.cond))
         free = {n.name for n in walk(cond) if isinstance(n, (E.Var, E.Param))}
         if not any(dict.__contains__(self.scope, n) for n in free):
             # a test of names free at the walk's root (the shift-inward test on a
@@ -350,8 +422,8 @@ def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
         cur = out.get(a.name)
         cur = w.scope.get(a.name) if cur is None else cur
         lo, hi = cur.lo, cur.hi
-        lo = None if lo is None else endpoint(lo, INT, True)
-        hi = None if hi is None else endpoint(hi, INT, False)
+        lo = None if lo is None else _endpoint(lo, INT, True)
+        hi = None if hi is None else _endpoint(hi, INT, False)
         if op in ("lt", "le") and bh is not None:
             lim = bh - 1 if op == "lt" else bh
             out[a.name] = Interval(lo, _simp(lim if hi is None else E.min_(hi, lim)))
@@ -392,3 +464,7 @@ def uses(s: L.Stmt, name: str, names: Names | None = None) -> bool:
 def own_uses(s: L.Stmt, name: str, names: Names | None = None) -> bool:
     """Whether the Exprs held directly by ``s`` (not its children) call ``name``."""
     return name in (names or Names()).own(s) - ({s.func} if isinstance(s, L.Provide) else set())
+
+
+def is_func_call(e, name: str) -> bool:
+    return isinstance(e, E.Call) and isinstance(e.target, Func) and e.target.name == name

@@ -33,7 +33,6 @@ from ..model import expr as E
 from ..model import types as T
 from ..model.visit import walk
 from . import bounds as B
-from .bounder import LowerBounder
 from . import ir as L
 from .stages import nest_names, region_names
 
@@ -135,26 +134,18 @@ def wrap_lets(lets: list, s: L.Stmt) -> L.Stmt:
 # Constant upper bounds of extents
 # ---------------------------------------------------------------------------
 def _push(e: E.Expr, depth: int = 0) -> E.Expr:
-    """Distribute + and - over min/max/select so that cancellations show
-    (``select(c, a + 255, b) - select(c, a, b')`` is ``select(c, 256, b - b')``)."""
+    """Distribute + and - over min/max/select so that cancellations show."""
     if depth > 6 or not isinstance(e, E.BinOp) or e.op not in ("add", "sub"):
         return e
     a, b = _push(e.a, depth + 1), _push(e.b, depth + 1)
     op = e.op
-
-    def rec(x, y):
-        return _push(simplify(E.binop(op, x, y)), depth + 1)
-    if isinstance(a, E.Select) and isinstance(b, E.Select) and a.cond is b.cond:
-        return E.Select(a.cond, rec(a.true_value, b.true_value), rec(a.false_value, b.false_value))
-    if isinstance(a, E.Select):
-        return E.Select(a.cond, rec(a.true_value, b), rec(a.false_value, b))
-    if isinstance(b, E.Select):
-        return E.Select(b.cond, rec(a, b.true_value), rec(a, b.false_value))
     if isinstance(a, E.BinOp) and a.op in ("min", "max"):
-        return E.BinOp(a.op, rec(a.a, b), rec(a.b, b))
+        return E.BinOp(a.op, _push(simplify(E.binop(op, a.a, b)), depth + 1),
+                       _push(simplify(E.binop(op, a.b, b)), depth + 1))
     if isinstance(b, E.BinOp) and b.op in ("min", "max"):
         m = b.op if op == "add" else ("max" if b.op == "min" else "min")
-        return E.BinOp(m, rec(a, b.a), rec(a, b.b))
+        return E.BinOp(m, _push(simplify(E.binop(op, a, b.a)), depth + 1),
+                       _push(simplify(E.binop(op, a, b.b)), depth + 1))
     return simplify(E.binop(op, a, b))
 
 
@@ -169,7 +160,7 @@ def const_upper(e: E.Expr):
     e = simplify(e)
     if isinstance(e, E.Const):
         return int(e.value)
-    if sum(1 for _ in walk(e)) > 120:    # tile extents are small Exprs; skip the rest
+    if sum(1 for _ in walk(e)) > 80:     # tile extents are small Exprs; skip the rest
         return None
     p = _push(e)
     free = {n.name for n in walk(p) if isinstance(n, (E.Var, E.Param, E.RVar))}
@@ -213,12 +204,10 @@ class Placer:
             f = plan.func(o)
             for d, a in enumerate(f.args):
                 mn, ext = region_names(o, a.name, 1, True)
-                lets += [(mn, E.Const(T.int32, 0)), (_max_name(mn), E.Var(f"{o}.extent.{d}") - 1),
-                         (ext, E.Var(f"{o}.extent.{d}"))]
+                lets += [(mn, E.Const(T.int32, 0)), (ext, E.Var(f"{o}.extent.{d}"))]
                 if f.updates:
                     mn0, ext0 = region_names(o, a.name, 0, True)
-                    lets += [(mn0, E.Var(mn)), (_max_name(mn0), E.Var(_max_name(mn))),
-                             (ext0, E.Var(ext))]
+                    lets += [(mn0, E.Var(mn)), (ext0, E.Var(ext))]
         return wrap_lets(lets + self.top_lets, body)
 
     def _lets(self, lets, kinds, s):
@@ -293,21 +282,23 @@ class Placer:
             mn, ext = region_names(name, a.name, 1, True)
             if a.name in fixed:
                 lo, e = fixed[a.name]
-                lo, hi = E.Const(T.int32, lo), E.Const(T.int32, lo + e - 1)
-            else:
-                lo, hi = self._finite(name, demand[d], d, a.name, "its consumers read")
-            lets += _region_lets(mn, ext, lo, hi)
+                lets += [(mn, E.Const(T.int32, lo)), (ext, E.Const(T.int32, e))]
+                continue
+            lo, hi = self._finite(name, demand[d], d, a.name, "its consumers read")
+            lets += [(mn, lo), (ext, simplify(hi - lo + 1))]
         if f.updates:
             upd = L.Block.make([n.stmt for n in self.nests[name][1:]])
             touched = self.box(upd, name)
             for d, a in enumerate(f.args):
-                mn, ext = region_names(name, a.name, 1, True)
+                mn, ext = (E.Var(n) for n in region_names(name, a.name, 1, True))
                 mn0, ext0 = region_names(name, a.name, 0, True)
-                lo, hi = E.Var(mn), E.Var(_max_name(mn))
-                if touched is not None and a.name not in fixed:
-                    tlo, thi = self._finite(name, touched[d], d, a.name, "its updates touch")
-                    lo, hi = simplify(E.min_(lo, tlo)), simplify(E.max_(hi, thi))
-                lets += _region_lets(mn0, ext0, lo, hi)
+                if touched is None or a.name in fixed:
+                    lets += [(mn0, mn), (ext0, ext)]
+                    continue
+                lo, hi = self._finite(name, touched[d], d, a.name, "its updates touch")
+                lo = simplify(E.min_(mn, lo))
+                hi = simplify(E.max_(mn + ext - 1, hi))
+                lets += [(mn0, lo), (ext0, simplify(hi - E.Var(mn0) + 1))]
         parts = [L.ProducerConsumer(name, True, self._produce(name))]
         barrier = "gpu_block" in kinds and "gpu_thread" not in kinds
         if barrier:
@@ -350,8 +341,6 @@ class Placer:
             if cu is not None:
                 ext = E.Const(T.int32, max(cu, 1))
             else:
-                # where nothing is computed (a guarded-off tile), hi < lo
-                ext = simplify(E.max_(ext, 0))
                 const = False
             mn_n, ext_n = buffer_names(name, d)
             alets += [(mn_n, lo), (ext_n, ext)]
@@ -404,22 +393,10 @@ def func_value_bounds_for(pipeline) -> dict:
         if f.updates:
             continue
         scope = {a.name: Interval(None, None) for a in f.args}
-        sym = LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
+        sym = B.LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
         if sym.is_bounded():
             out[name] = sym
     return out
-
-
-def _max_name(min_name: str) -> str:
-    return min_name[:-len(".min")] + ".max"
-
-
-def _region_lets(mn: str, ext: str, lo: E.Expr, hi: E.Expr) -> list:
-    """``f.x.min``, ``f.x.max`` and ``f.x.extent = f.x.max - f.x.min + 1``: loops
-    run over ``[min, min + extent)``, and bounds inference sees ``max`` again
-    after inlining just the extent."""
-    mx = _max_name(mn)
-    return [(mn, lo), (mx, hi), (ext, simplify(E.Var(mx) - E.Var(mn) + 1))]
 
 
 def _subst(e, values: dict):

@@ -107,13 +107,13 @@ class _Builder:
             sub[a] = _v(ir)
         return loops, sub
 
-    def apply(self, loops: dict):
-        """Apply the transforms: final loops, let definitions, guards, versions."""
+    def apply(self, loops: dict, guard_shifts: bool):
+        """Apply the transforms: final loops, let definitions, guards, shift conditions."""
         cur = dict(loops)
-        defs, guards, versions = {}, [], []
+        defs, guards, conds = {}, [], []
         for t in self.ss.transforms:
             if isinstance(t, Split):
-                self._split(t, cur, defs, guards, versions)
+                self._split(t, cur, defs, guards, conds, guard_shifts)
             elif isinstance(t, Fuse):
                 a, b = cur.pop(t.inner), cur.pop(t.outer)
                 fz = self.fresh(f"{a.ir}.{t.fused}")
@@ -125,9 +125,9 @@ class _Builder:
                     self.ranges[lp.ir] = (lp.min, simplify(lp.min + lp.extent - 1))
             else:  # pragma: no cover - the schedule only makes Splits and Fuses
                 raise AssertionError(t)
-        return cur, defs, guards, versions
+        return cur, defs, guards, conds
 
-    def _split(self, t: Split, cur, defs, guards, versions):
+    def _split(self, t: Split, cur, defs, guards, conds, guard_shifts):
         lp = cur.pop(t.old)
         f_ = t.factor
         tail = resolve_tail(t.tail, is_update=self.k > 0, is_rvar=lp.is_rvar,
@@ -148,17 +148,17 @@ class _Builder:
         cur[t.outer] = _Loop(o_ir, _i(0), o_ext, lp.is_rvar)
         cur[t.inner] = _Loop(i_ir, _i(0), _i(f_), lp.is_rvar)
         base = _v(o_ir) * f_ + mn
-        b_ir = self.fresh(f"{lp.ir}.base")
-        guard = _v(lp.ir) < mn + ext
         if not exact and tail == "shift_inward":
             ok = prove(ext >= f_)
-            if ok is False:
+            if ok is False or (ok is None and guard_shifts):
                 tail = "guard_with_if"
-            elif ok is None:
-                versions.append(_Version(simplify(ext >= f_), b_ir, simplify(base), guard))
-            base = E.min_(base, mn + ext - f_) if ok is not False else base
+            else:
+                base = E.min_(base, mn + ext - f_)
+                if ok is None:
+                    conds.append(simplify(ext >= f_))
         if not exact and tail == "guard_with_if":
-            guards.append(guard)
+            guards.append(_v(lp.ir) < mn + ext)
+        b_ir = self.fresh(f"{lp.ir}.base")
         defs[b_ir] = simplify(base)
         defs[lp.ir] = _v(b_ir) + _v(i_ir)
         # what the rebuilt variable covers over the whole nest (guards skip the rest)
@@ -184,10 +184,10 @@ class _Builder:
             if grown(v):
                 del self.ranges[v]
 
-    def build(self, d, inliner):
+    def build(self, d, inliner, guard_shifts: bool):
         self.used, self.ranges, self.rounded = set(), {}, set()
         loops, sub = self.original_loops(d)
-        cur, defs, guards, versions = self.apply(loops)
+        cur, defs, guards, conds = self.apply(loops, guard_shifts)
         self._drop_grown_ranges(defs)
         names = [dm.var for dm in self.ss.dims]
         if set(names) != set(cur) or len(names) != len(cur):
@@ -202,29 +202,13 @@ class _Builder:
         body = L.Provide(self.f.name, args, value)
         outer_first = list(reversed(self.ss.dims))
         order = [cur[dm.var] for dm in outer_first]
-        stmt = _assemble(body, order, [dm.kind for dm in outer_first], defs, guards + preds,
-                         versions)
-        return stmt, {dm.var: cur[dm.var].ir for dm in self.ss.dims}
+        stmt = _assemble(body, order, [dm.kind for dm in outer_first], defs, guards + preds)
+        return stmt, conds, {dm.var: cur[dm.var].ir for dm in self.ss.dims}
 
 
-@dataclass(frozen=True)
-class _Version:
-    """A shift_inward split whose ``extent >= factor`` is not provable: the
-    nest inside the loop defining ``base`` comes in two versions, shifted
-    (the default ``defs``) and guarded (``base = guard_base`` and ``guard``)."""
-
-    cond: E.Expr
-    base: str
-    guard_base: E.Expr
-    guard: E.Expr
-
-
-def _assemble(body, loops, kinds, defs: dict, guards: list, versions: list) -> L.Stmt:
+def _assemble(body, loops, kinds, defs: dict, guards: list) -> L.Stmt:
     """Wrap ``body`` in the loops (outermost first), each let and guard just
-    inside the innermost loop it depends on.  For each ``_Version`` the code
-    inside the loop where its base is defined becomes
-    ``if (extent >= factor) <shifted> else <guarded>`` there, so a producer
-    computed at that loop (placed before the ``if``) is not duplicated."""
+    inside the innermost loop it depends on."""
     pos = {lp.ir: p for p, lp in enumerate(loops)}
     level: dict[str, int] = {}
 
@@ -240,48 +224,31 @@ def _assemble(body, loops, kinds, defs: dict, guards: list, versions: list) -> L
             level[name] = max([lvl(n) for n in names_in(defs[name])] + [-1])
         return level[name]
 
-    def expr_level(e):
-        return max([lvl(n) for n in names_in(e)] + [-1])
-
     at_level: dict[int, list] = {}
     for name in defs:
         at_level.setdefault(lvl(name), []).append(name)
     guard_at: dict[int, list] = {}
     for g in guards:
-        guard_at.setdefault(expr_level(g), []).append(g)
-    v_level = [lvl(v.base) for v in versions]
-    vg_level = [expr_level(v.guard) for v in versions]
+        g_lvl = max([lvl(n) for n in names_in(g)] + [-1])
+        guard_at.setdefault(g_lvl, []).append(g)
 
-    def wrap(p, s, modes):
-        gs = list(guard_at.get(p, []))
-        gs += [v.guard for i, v in enumerate(versions) if vg_level[i] == p and not modes[i]]
+    def wrap(p, s):
+        gs = guard_at.get(p, [])
         if gs:
             c = gs[0]
             for g in gs[1:]:
                 c = c & g
             s = L.IfThenElse(simplify(c), s)
-        values = dict(defs)
-        values.update({v.base: v.guard_base for i, v in enumerate(versions)
-                       if i in modes and not modes[i]})
         for name in reversed(_dep_order(at_level.get(p, []), defs)):
-            s = L.LetStmt(name, values[name], s)
+            s = L.LetStmt(name, defs[name], s)
         return s
 
-    def build(p, modes):
-        """What runs inside loop ``p`` (-1: outside every loop)."""
-        for i, v in enumerate(versions):
-            if v_level[i] == p and i not in modes:
-                return L.IfThenElse(v.cond, build(p, {**modes, i: True}),
-                                    build(p, {**modes, i: False}))
-        if p == len(loops) - 1:
-            inner = body
-        else:
-            lp = loops[p + 1]
-            inner = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[p + 1],
-                          build(p + 1, modes))
-        return wrap(p, inner, modes)
-
-    return build(-1, {})
+    s = body
+    for p in range(len(loops) - 1, -1, -1):
+        s = wrap(p, s)
+        lp = loops[p]
+        s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[p], s)
+    return wrap(-1, s)
 
 
 def _dep_order(names: list, defs: dict) -> list:
@@ -307,8 +274,16 @@ def build_stage(func, k: int, ss, *, is_output: bool, inliner) -> StageNest:
     d = func.definitions()[k]
     label = "pure stage" if k == 0 else f"update {k - 1}"
     b = _Builder(func, k, ss, is_output, f"Func {func.name} ({label})")
-    stmt, loops = b.build(d, inliner)
-    return StageNest(func.name, k, stmt, loops, dict(b.ranges))
+    stmt, conds, loops = b.build(d, inliner, guard_shifts=False)
+    ranges = dict(b.ranges)
+    if conds:
+        guarded, _, _ = b.build(d, inliner, guard_shifts=True)
+        ranges.update(b.ranges)
+        c = conds[0]
+        for x in conds[1:]:
+            c = c & x
+        stmt = L.IfThenElse(c, stmt, guarded)
+    return StageNest(func.name, k, stmt, loops, ranges)
 
 
 def nest_names(stmt: L.Stmt) -> set:
