@@ -44,13 +44,8 @@ ODD = (3, 5)
 # Apps whose lowering + LLVM compile takes tens of seconds per schedule.
 SLOW_APPS = {"camera_pipe", "local_laplacian", "interpolate", "nl_means", "lens_blur"}
 
-# Known bugs in lowering/codegen/solver (owned elsewhere): strict xfails that flip when
-# fixed.  Repro: a chain of 150 pointwise Funcs, ts.compile(pipe) -> RecursionError.
-BUG_CODEGEN_RECURSION = (
-    "cpu codegen: emit_stmt recurses once per nested statement without raising the recursion "
-    "limit (lowering does, in deep_recursion); lens_blur's naive schedule nests 343 deep "
-    "-> RecursionError")
-XFAIL = {("lens_blur", "naive"): BUG_CODEGEN_RECURSION}
+# Known bugs in lowering/codegen/solver: strict xfails that flip when fixed (none today).
+XFAIL: dict = {}
 
 
 def _params(app) -> dict:

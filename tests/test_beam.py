@@ -66,8 +66,8 @@ def _ilp_optimum(model):
     n = len(model.problem.funcs)
     _, prov = solve_ilp(model, time_limit=20, max_group_size=n, max_groups=10**5,
                         max_tilings_per_group=100)
-    assert prov["status"] == "optimal"
-    return prov["objective"]
+    assert prov.status == "optimal"
+    return prov.objective
 
 
 def check_partition(problem, columns):
@@ -91,10 +91,10 @@ def test_partition_legal_and_between_ilp_optimum_and_greedy(dag):
     cols, prov = solve_beam(model, time_limit=20)
     check_partition(model.problem, cols)
     total = sum(c.total for _, _, c in cols)
-    assert prov["predicted_cost"] == pytest.approx(total, rel=1e-12)
+    assert prov.predicted_cost == pytest.approx(total, rel=1e-12)
     assert total >= _ilp_optimum(model) * (1 - 1e-9)
     assert total <= greedy_groups(model).total * (1 + 1e-9)
-    assert prov["method"] == "beam" and prov["source"] in ("beam", "greedy")
+    assert prov.method == "beam" and prov.beam.source in ("beam", "greedy")
 
 
 @settings(max_examples=8)
@@ -103,7 +103,7 @@ def test_wide_beam_equals_the_optimum_on_small_pipelines(dag):
     n, edges = dag
     model = _model(random_dag_pipeline(edges, n))
     cols, prov = solve_beam(model, time_limit=20, beam_width=64)
-    assert prov["predicted_cost"] == pytest.approx(_ilp_optimum(model), rel=1e-9)
+    assert prov.predicted_cost == pytest.approx(_ilp_optimum(model), rel=1e-9)
     check_partition(model.problem, cols)
 
 
@@ -115,9 +115,9 @@ def test_beam_beats_greedy_where_pairwise_merging_gets_stuck():
     cols, prov = solve_beam(model, time_limit=30)
     check_partition(model.problem, cols)
     greedy = greedy_groups(model).total
-    assert prov["predicted_cost"] < greedy * (1 - 1e-4)
-    assert prov["source"] == "beam" and prov["greedy_cost"] == pytest.approx(greedy)
-    assert prov["predicted_cost"] == pytest.approx(_ilp_optimum(model), rel=1e-9)
+    assert prov.predicted_cost < greedy * (1 - 1e-4)
+    assert prov.beam.source == "beam" and prov.greedy_cost == pytest.approx(greedy)
+    assert prov.predicted_cost == pytest.approx(_ilp_optimum(model), rel=1e-9)
 
 
 def _all_partitions(problem):
@@ -182,8 +182,8 @@ def test_deterministic_for_a_seed():
     for _ in range(2):
         model = _model(pipe, size=(1536, 1024))
         cols, prov = solve_beam(model, time_limit=20, seed=7, restarts=1, beam_width=4)
-        runs.append(([(g, t) for g, t, _ in cols], prov["predicted_cost"],
-                     prov["states_expanded"], [r["best_cost"] for r in prov["runs"]]))
+        runs.append(([(g, t) for g, t, _ in cols], prov.predicted_cost,
+                     prov.beam.states_expanded, [r.best_cost for r in prov.beam.runs]))
     assert runs[0] == runs[1]
     assert len(runs[0][3]) == 4          # 3 passes + 1 restart
 
@@ -197,9 +197,9 @@ def test_time_limit_is_respected():
     elapsed = time.perf_counter() - t0
     check_partition(model.problem, cols)
     # greedy is not limited; the search stops at the deadline (one depth's work past it)
-    assert elapsed < prov["greedy_seconds"] + 0.3 + 2.0
-    assert prov["timed_out"] or prov["passes"] == 3
-    assert prov["predicted_cost"] <= prov["greedy_cost"] * (1 + 1e-9)
+    assert elapsed < prov.beam.greedy_time + 0.3 + 2.0
+    assert prov.beam.timed_out or prov.beam.passes == 3
+    assert prov.predicted_cost <= prov.greedy_cost * (1 + 1e-9)
 
 
 def test_gpu_columns_satisfy_hard_constraints():
@@ -210,14 +210,14 @@ def test_gpu_columns_satisfy_hard_constraints():
     check_partition(model.problem, cols)
     for g, t, c in cols:
         assert math.isfinite(c.total) and not t.is_untiled()
-        assert c.gpu["threads"] <= spec.max_threads_per_block
+        assert c.gpu.threads <= spec.max_threads_per_block
         assert math.prod(s for s in t.sizes if s is not None) % spec.warp_size == 0
-        assert c.gpu["shared_bytes"] <= spec.shared_mem_per_block_bytes
-        assert c.gpu["occupancy"] >= spec.occupancy_threshold
-    assert prov["predicted_cost"] <= greedy_groups(model).total * (1 + 1e-9)
+        assert c.gpu.shared_bytes <= spec.shared_mem_per_block_bytes
+        assert c.gpu.occupancy >= spec.occupancy_threshold
+    assert prov.predicted_cost <= greedy_groups(model).total * (1 + 1e-9)
     sched = ts.solve_schedule(pipe, "h100", {o: [1536, 1024] for o in pipe.output_names},
                               method="beam")
-    assert sched.provenance["method"] == "beam" and sched.target == "cuda"
+    assert sched.provenance.method == "beam" and sched.target == "cuda"
 
 
 @pytest.mark.parametrize("name", ["blur", "unsharp"])
@@ -228,8 +228,8 @@ def test_solve_schedule_beam_compiles_and_matches_reference(name):
     pipe, est = app.build(sizes=sizes, **params)
     sched = ts.solve_schedule(pipe, "host", est, method="beam", time_limit=5)
     prov = sched.provenance
-    assert prov["method"] == "beam" and prov["beam_width"] == 32
-    assert prov["predicted_cost"] > 0 and prov["states_expanded"] > 0 and "solve_time" in prov
+    assert prov.method == "beam" and prov.beam.beam_width == 32
+    assert prov.predicted_cost > 0 and prov.beam.states_expanded > 0 and prov.solve_time is not None
     inputs = app.make_inputs(sizes, seed=0, **params)
     got = ts.compile(pipe, sched).realize(sizes, **inputs)
     want = ts.reference.realize(pipe, sizes, **inputs)

@@ -57,7 +57,7 @@ def test_specs_lists_specs(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["bench", "--apps", "blur,nope"], "unknown app 'nope'; valid apps: blur"),
-    (["bench", "--methods", "naive,sa"], "unknown method 'sa'; valid methods: naive, greedy, ilp, beam"),
+    (["bench", "--methods", "naive,sa"], "unknown method 'sa'; valid methods: naive, greedy, ilp, beam, auto"),
     (["bench", "--repeat", "0"], "expected a positive integer"),
     (["bench", "--size", "huge"], "invalid choice: 'huge'"),
     (["bench", "--time-limit", "-1"], "positive number of seconds"),
@@ -160,15 +160,15 @@ def test_mismatch_is_a_loud_fail_and_exit_1(stub_backend, monkeypatch, tmp_path,
     rc = main(["bench", "--repeat", "3", "--csv", str(out_csv), "-q"])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "FAIL <<<" in out and "FAILED: 1 of 4 rows" in out
+    assert "FAIL <<<" in out and "FAILED: 1 of 5 rows" in out
     assert "tiny / ilp: FAIL: differs from the reference" in out
     assert "beam search unavailable: not built" in out      # reported, not dropped
     rows = list(csv.DictReader(out_csv.open()))
-    assert [r["method"] for r in rows] == ["naive", "greedy", "ilp", "beam"]
+    assert [r["method"] for r in rows] == ["naive", "greedy", "ilp", "beam", "auto"]
     assert list(rows[0]) == list(FIELDS)
     status = {r["method"]: (r["status"], r["check"]) for r in rows}
     assert status == {"naive": ("ok", "ok"), "greedy": ("ok", "ok"), "ilp": ("FAIL", "FAIL"),
-                      "beam": ("unavailable", "")}
+                      "beam": ("unavailable", ""), "auto": ("ok", "ok")}
     assert float(rows[2]["max_error"]) == pytest.approx(1.0)
     assert len(rows[1]["run_ms"].split()) == 3
 

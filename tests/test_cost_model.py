@@ -50,7 +50,7 @@ def test_blur_tile_footprint_and_recompute(blur_problem):
     assert c.recompute == pytest.approx(done / need)
     # arithmetic per tile: blur_x point = 2 adds + 1 div(4) + clamp ops + 3 loads
     # is inlined; the totals must be finite and split into the three terms
-    assert c.feasible and math.isclose(c.total, c.arith + c.loads + c.stores + c.overhead)
+    assert c.feasible and math.isclose(c.total, sum(c.terms().values()))
     assert c.overhead == pytest.approx(200.0 * c.n_tiles * 2)
     assert c.loads == pytest.approx(blur_problem.spec.load_cost * c.n_tiles * 34 * 34)
 
@@ -105,9 +105,9 @@ def test_gpu_columns_respect_hard_constraints():
         if not c.feasible:
             continue
         seen_feasible += 1
-        assert c.gpu["threads"] <= spec.max_threads_per_block
-        assert c.gpu["shared_bytes"] <= spec.shared_mem_per_block_bytes
-        assert c.gpu["occupancy"] >= spec.occupancy_threshold
+        assert c.gpu.threads <= spec.max_threads_per_block
+        assert c.gpu.shared_bytes <= spec.shared_mem_per_block_bytes
+        assert c.gpu.occupancy >= spec.occupancy_threshold
         assert math.prod(s for s in t.sizes if s) % spec.warp_size == 0
     assert seen_feasible > 0
 
@@ -120,3 +120,40 @@ def test_missing_estimates_are_listed():
 def test_estimate_of_wrong_rank():
     with pytest.raises(SolverError, match="estimate for 'blur_y' has 1 sizes"):
         Problem(blur_pipeline(), load_spec("xeon-e5-2620v3"), {"blur_y": [10]})
+
+
+@pytest.mark.parametrize("app", ["harris", "camera_pipe", "max_filter", "bilateral_grid",
+                                 "local_laplacian", "hist_eq"])
+def test_menu_facts_equal_per_tile_facts(app):
+    """The vectorized facts (every tiling of a menu at once, shared between groups)
+    equal the scalar interval analysis of one interior tile, for every tiling of
+    the menu of every group of up to 3 members (data-dependent indices and the
+    per-tiling fallback included)."""
+    import numpy as np
+    from tilesolve.analysis.footprint import MenuFacts, box_points, interior_tile, tile_facts
+    from tilesolve.apps import get_app
+    from tilesolve.solver.ilp.columns import enumerate_groups
+    from tilesolve.solver.tilings import candidate_tilings
+    pipe, est = get_app(app).build()
+    p = Problem(pipe, load_spec("xeon-e5-2620v3"), est)
+    checked = 0
+    for g in enumerate_groups(p, 3, 60):
+        menu = candidate_tilings(p, g)
+        mf = MenuFacts(p, g.output, [t.sizes for t in menu])
+        gf = mf.group(g.members)
+        for i, t in enumerate(menu):
+            one = tile_facts(p, g, interior_tile(p.regions[g.output], t.sizes))
+            assert set(gf.member_regions) == set(one.member_regions)
+            for m, box in one.member_regions.items():
+                vec = gf.member_regions[m][:, :, i]
+                assert [(lo, hi) for lo, hi in zip(vec[0], -vec[1])] == list(box), (g, t, m)
+                assert gf.member_points[m][i] == one.member_points[m]
+            assert set(gf.input_regions) == set(one.input_regions)
+            for n, box in one.input_regions.items():
+                vec = gf.input_regions[n][:, :, i]
+                assert [(lo, hi) for lo, hi in zip(vec[0], -vec[1])] == list(box), (g, t, n)
+                assert box_points(gf.input_regions[n])[i] == np.prod([hi - lo + 1 for lo, hi in box])
+            for m, u in one.member_update_points.items():
+                assert np.broadcast_to(gf.member_update_points[m], (len(menu),))[i] == u
+            checked += 1
+    assert checked > 50

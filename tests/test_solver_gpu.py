@@ -6,7 +6,7 @@ the "h100" and "a100" specs, with ``method="greedy"`` and ``"ilp"``:
 * the schedule targets ``cuda`` and prints as code (``gpu_tile`` on each group
   output, ``compute_at`` + ``store_in("shared")`` + ``gpu_threads`` on its
   producers) that, run on a fresh Schedule, rebuilds it exactly;
-* every group in ``provenance["groups"]`` obeys the spec's hard constraints:
+* every group in ``provenance.groups`` obeys the spec's hard constraints:
   threads per block <= ``max_threads_per_block``, the output tile's thread
   count a multiple of the warp size, shared memory <= ``shared_mem_per_block_bytes``,
   occupancy >= ``occupancy_threshold``; the occupancy is recomputed here with the
@@ -81,12 +81,12 @@ def test_gpu_schedule_prints_as_cuda_code(solved, name, spec_name, method):
     code = str(s)
     assert "(target cuda)" in code.splitlines()[0]
     assert "gpu_tile(" in code
-    groups = s.provenance["groups"]
+    groups = s.provenance.groups
     assert groups
     for g in groups:
-        out = g["output"]
+        out = g.output
         assert any(ln.startswith(f"s[{out}]") and ".gpu_tile(" in ln for ln in code.splitlines())
-        for m in g["members"]:
+        for m in g.members:
             if m == out:
                 continue
             line = next(ln for ln in code.splitlines() if ln.startswith(f"s[{m}]"))
@@ -101,21 +101,21 @@ def test_gpu_schedule_prints_as_cuda_code(solved, name, spec_name, method):
 def test_gpu_groups_obey_the_spec(solved, name, spec_name, method):
     spec = ts.load_spec(spec_name)
     pipe, s = solved(name, spec_name, method)
-    for g in s.provenance["groups"]:
-        gpu = g["cost"]["gpu"]
-        tile = [t for t in g["tiling"] if t is not None]
+    for g in s.provenance.groups:
+        gpu = g.cost.gpu
+        tile = [t for t in g.tiling if t is not None]
         out_threads = math.prod(tile)
-        assert gpu["threads"] <= spec.max_threads_per_block
-        assert gpu["threads"] >= out_threads           # the block covers the output tile
+        assert gpu.threads <= spec.max_threads_per_block
+        assert gpu.threads >= out_threads           # the block covers the output tile
         assert out_threads % spec.warp_size == 0
-        assert gpu["shared_bytes"] <= spec.shared_mem_per_block_bytes
-        if len(g["members"]) > 1:
-            assert gpu["shared_bytes"] > 0
-        occ = occupancy(spec, gpu["threads"], gpu["shared_bytes"], gpu["registers"])
-        assert occ == pytest.approx(gpu["occupancy"])
+        assert gpu.shared_bytes <= spec.shared_mem_per_block_bytes
+        if len(g.members) > 1:
+            assert gpu.shared_bytes > 0
+        occ = occupancy(spec, gpu.threads, gpu.shared_bytes, gpu.registers)
+        assert occ == pytest.approx(gpu.occupancy)
         assert occ >= spec.occupancy_threshold
-        assert gpu["registers"] <= spec.max_registers_per_thread
-        tiles = [d for d in s.directives if d.func == g["output"] and d.method == "gpu_tile"]
+        assert gpu.registers <= spec.max_registers_per_thread
+        tiles = [d for d in s.directives if d.func == g.output and d.method == "gpu_tile"]
         assert len(tiles) == 1
         assert [v for k, v in tiles[0].args if k == "int"] == tile
 

@@ -231,6 +231,33 @@ BAD_SPECS = [  # (id, base spec, mutation, field named in the message, what is e
     ("tile-cache-level", "cortex-a57", lambda d: d.update(cache_for_tiles=3), "cache_for_tiles",
      r": expected one of the cache levels \[1, 2\], got 3"),
     ("nan", "h200", lambda d: d.update(clock_ghz=float("nan")), "clock_ghz", ": expected a positive number"),
+    # sanity checks between values (issue 11)
+    ("clock-in-mhz", "xeon-e5-2620v3", lambda d: d.update(clock_ghz=2400), "clock_ghz",
+     r": expected a positive number of GHz, at most 10 \(a clock in MHz\?\), got 2400"),
+    ("cores-zero", "xeon-e5-2620v3", lambda d: d.update(cores=0), "cores",
+     ": expected a positive integer, got 0"),
+    ("cores-negative", "cortex-a57", lambda d: d.update(cores=-2), "cores",
+     ": expected a positive integer, got -2"),
+    ("vector-bits-not-pow2", "xeon-e5-2620v3", lambda d: d.update(vector_bits=96), "vector_bits",
+     r": expected a power of two from 64 to 2048 \(bits\), got 96"),
+    ("vector-bits-odd", "cortex-a57", lambda d: d.update(vector_bits=130), "vector_bits",
+     r": expected a power of two.*got 130"),
+    ("vector-bits-sve-384", "cortex-a57", lambda d: d.update(vector_bits=384), "vector_bits",
+     r": expected a power of two.*got 384"),
+    ("l1-larger-than-l2", "xeon-e5-2620v3", lambda d: d["caches"][1].update(size_bytes=16384),
+     "caches[1].size_bytes", r": expected at least caches\[0\].size_bytes \(32768, L1\), got 16384"),
+    ("line-larger-than-cache", "cortex-a57", lambda d: d["caches"][0].update(line_bytes=65536),
+     "caches[0].line_bytes", r": expected at most the cache's size_bytes \(32768\), got 65536"),
+    ("warp-not-pow2", "h100", lambda d: d.update(warp_size=24), "warp_size",
+     ": expected a positive power of two, got 24"),
+    ("warp-not-dividing-sm-threads", "v100", lambda d: d.update(max_threads_per_sm=2000),
+     "max_threads_per_sm", r": expected a multiple of warp_size \(32\), got 2000"),
+    ("block-threads-over-sm", "k40", lambda d: d.update(max_threads_per_block=4096),
+     "max_threads_per_block", r": expected at most max_threads_per_sm \(2048\), got 4096"),
+    ("registers-per-thread", "a100", lambda d: d.update(max_registers_per_thread=70000),
+     "max_registers_per_thread", r": expected at most registers_per_sm \(65536\)"),
+    ("register-unit", "h200", lambda d: d.update(register_allocation_unit=384),
+     "register_allocation_unit", r": expected a divisor of registers_per_sm \(65536\), got 384"),
 ]
 
 
@@ -240,6 +267,17 @@ def test_bad_spec_names_file_field_and_expectation(case, tmp_path):
     path = _write(tmp_path, base, f"bad-{ident}.yaml", mutate)
     with pytest.raises(SpecError, match=_expect(path, field, rest)):
         load_spec(path)
+
+
+def test_l3_smaller_than_l2_is_a_warning_naming_file_and_field(tmp_path):
+    from tilesolve.errors import SpecWarning
+    path = _write(tmp_path, "xeon-e5-2620v3", "victim.yaml",
+                  lambda d: d["caches"][2].update(size_bytes=131072))
+    with pytest.warns(SpecWarning, match=_expect(path, "caches[2].size_bytes",
+                                                  r": L3 \(131072 bytes\) is smaller than "
+                                                  r"caches\[1\].size_bytes \(262144, L2\)")):
+        spec = load_spec(path)
+    assert spec.caches[2].size_bytes == 131072
 
 
 def test_occupancy_threshold_of_one_is_allowed(tmp_path):

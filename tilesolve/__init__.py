@@ -8,8 +8,10 @@ automatic scheduler solves for the schedule (CP-SAT / ILP, greedy, beam).
 
 See DESIGN.md for the conventions (dimension order, numpy axis order, types).
 """
-from .errors import (BoundsError, LoweringError, PipelineError, RealizeError,  # noqa: F401
-                     ScheduleError, SolverError, SpecError, TilesolveError)
+from .errors import (BoundsError, ChunkingError, ChunkingWarning, LoweringError,  # noqa: F401
+                     PipelineError, RealizeError, ScheduleError, SolverError, SpecError,
+                     SpecWarning,
+                     TilesolveError)
 from .model import boundary  # noqa: F401
 from .model.expr import (Expr, Param, RVar, Var, atan2, cast, ceil, clamp, cos, exp,  # noqa: F401
                          floor, log, saturating_cast, select, sin, sqrt, tan)
@@ -46,6 +48,7 @@ def __getattr__(name):
         "bounds_of": ("tilesolve.analysis.intervals", "bounds_of"),
         "required_regions": ("tilesolve.analysis.intervals", "required_regions"),
         "apps": ("tilesolve.apps", None),
+        "distributed": ("tilesolve.distributed", None),
     }
     if name in lazy:
         mod, attr = lazy[name]

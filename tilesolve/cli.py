@@ -19,6 +19,8 @@ import time
 
 __all__ = ["main"]
 
+DEMO_MAX_POINTS = 8192 * 8192
+
 
 def _parser():
     """The top-level parser and the ``bench`` subparser (for its usage errors)."""
@@ -34,40 +36,69 @@ def _parser():
     add_bench_arguments(b)
     sub.add_parser("specs", help="list the hardware specs, or print one as YAML",
                    add_help=False)
+    from .bench.cli import _positive_int
+    from .solver import METHODS
     d = sub.add_parser("demo", help="schedule, compile and check the blur of DESIGN.md")
-    d.add_argument("--size", type=int, nargs=2, default=[640, 480], metavar=("W", "H"))
-    d.add_argument("--method", default="auto",
-                   help="solver method (greedy, ilp, beam, auto; default auto)")
-    d.add_argument("--spec", default="host", help="hardware spec (default: host)")
-    return p, b
+    d.add_argument("--size", type=_positive_int, nargs=2, default=[640, 480], metavar=("W", "H"),
+                   help="image width and height (positive integers; default 640 480)")
+    d.add_argument("--method", default="auto", choices=METHODS,
+                   help=f"solver method ({', '.join(METHODS)}; default auto)")
+    d.add_argument("--spec", default="host",
+                   help="hardware spec name or YAML path (default: host; `tilesolve specs` "
+                        "lists them)")
+    return p, b, d
+
+
+def _demo_spec(parser, name: str):
+    """The demo's spec, loaded up front: an unknown one is a usage error (exit 2)."""
+    from .errors import SpecError
+    from .specs import load_spec
+    try:
+        return load_spec(name)
+    except SpecError as exc:
+        parser.error(f"argument --spec: {exc}")
 
 
 def main(argv=None) -> int:
     """Run the ``tilesolve`` command; returns the exit status."""
+    from .errors import TilesolveError
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "specs":   # its own parser, its own options
-        from .specs.cli import main_specs
-        return main_specs(argv[1:])
-    parser, bench_parser = _parser()
     try:
+        if argv and argv[0] == "specs":   # its own parser, its own options
+            from .specs.cli import main_specs
+            return main_specs(argv[1:])
+        parser, bench_parser, demo_parser = _parser()
         args = parser.parse_args(argv)
         if args.command == "bench":
             from .bench.cli import main_bench
             return main_bench(args, bench_parser)
         if args.command == "demo":
-            return demo(args.size, args.method, args.spec)
+            w, h = args.size
+            if w * h > DEMO_MAX_POINTS:
+                demo_parser.error(f"argument --size: {w} x {h} is too large for the demo: at "
+                                  f"most {DEMO_MAX_POINTS} points (e.g. 8192 x 8192); the "
+                                  "numpy reference holds several images of that size")
+            spec = _demo_spec(demo_parser, args.spec)
+            try:
+                return demo(args.size, args.method, spec)
+            except TilesolveError as exc:
+                sys.stderr.write(f"tilesolve demo: error: {type(exc).__name__}: {exc}\n")
+                return 1
     except SystemExit as exc:        # argparse: --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     parser.print_help()
     return 2
 
 
-def demo(size, method: str = "auto", spec_name: str = "host", out=None) -> int:
-    """Define the two-pass blur, schedule it, compile it, compare with the reference."""
+def demo(size, method: str = "auto", spec_name="host", out=None) -> int:
+    """Define the two-pass blur, schedule it, compile it, compare with the reference.
+
+    ``spec_name``: a spec name, path or HardwareSpec.  A failed step (the solver, the
+    compiler) is reported on stderr with exit status 1; nothing falls back silently."""
     import numpy as np
 
     import tilesolve as ts
-    from .bench.methods import compile_status, naive_schedule
+    from .bench.methods import compile_status
     out = sys.stdout if out is None else out
     w, h = size
     x, y = ts.Var("x"), ts.Var("y")
@@ -84,18 +115,14 @@ def demo(size, method: str = "auto", spec_name: str = "host", out=None) -> int:
     out.write(f"reference (numpy): {(time.perf_counter() - t0) * 1e3:.1f} ms\n")
     ok, why = compile_status()
     if not ok:
-        out.write(f"cannot compile: {why}\n")
+        sys.stderr.write(f"tilesolve demo: cannot compile: {why}\n")
         return 1
-    try:
-        spec = ts.load_spec(spec_name)
-        t0 = time.perf_counter()
-        sched = ts.solve_schedule(pipe, spec, estimates={"blur_y": [w, h], "input": [w, h]},
-                                  method=method)
-        out.write(f"solved ({method}) in {time.perf_counter() - t0:.2f} s\n")
-    except Exception as exc:
-        out.write(f"no solver schedule ({type(exc).__name__}: {exc}); using the naive one\n")
-        sched = naive_schedule(pipe)
-    out.write(f"schedule:\n{sched if sched is not None else '(compiler default)'}\n\n")
+    spec = ts.load_spec(spec_name)
+    t0 = time.perf_counter()
+    sched = ts.solve_schedule(pipe, spec, estimates={"blur_y": [w, h], "input": [w, h]},
+                              method=method)
+    out.write(f"solved ({method}) on {spec.name} in {time.perf_counter() - t0:.2f} s\n")
+    out.write(f"schedule:\n{sched}\n\n")
     fast = ts.compile(pipe, sched)
     out.write(f"compiled in {getattr(fast, 'compile_seconds', float('nan')):.2f} s"
               f"{' (cache hit)' if getattr(fast, 'cache_hit', False) else ''}\n")

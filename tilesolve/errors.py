@@ -24,6 +24,10 @@ class SpecError(TilesolveError):
     """A bad hardware spec; names the file, the field and what was expected."""
 
 
+class SpecWarning(UserWarning):
+    """A hardware spec value that is legal but unusual; names the file and field."""
+
+
 class RealizeError(TilesolveError):
     """Bad arguments to realize(): missing input, wrong dtype, rank or size."""
 
@@ -34,3 +38,13 @@ class LoweringError(TilesolveError):
 
 class SolverError(TilesolveError):
     """The scheduler could not produce a schedule (e.g. missing estimates)."""
+
+
+class ChunkingError(PipelineError):
+    """A pipeline that cannot be computed chunk by chunk (``tilesolve.distributed``):
+    names the Func and why (e.g. a reduction over the whole input that is not associative)."""
+
+
+class ChunkingWarning(UserWarning):
+    """A chunked pipeline that runs correctly but reads much more input per chunk than its
+    share (large halos relative to the chunks, e.g. deep pyramids on a small image)."""

@@ -23,6 +23,8 @@ How it works:
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import BoundsError, RealizeError
@@ -134,16 +136,28 @@ def _param_value(p, v):
         if not t.can_represent(v):
             raise RealizeError(f"realize(): param {p.name!r} is {t}; {v} does not fit")
         return int(v)
-    if not isinstance(v, (int, float)):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise RealizeError(f"realize(): param {p.name!r} is {t}, got {v!r} ({type(v).__name__})")
-    return float(v)
+    v = float(v)
+    # A finite value past the type's range is an error (not silently inf): the largest
+    # float32 is about 3.4e38.  inf and nan are passed as they are, by both the reference
+    # and compiled code.
+    with np.errstate(over="ignore"):
+        narrowed = np.float64(v).astype(t.dtype)
+    if math.isfinite(v) and not np.isfinite(narrowed):
+        raise RealizeError(f"realize(): param {p.name!r} is {t}; {v!r} is out of its range "
+                           f"(the largest finite {t} is {float(np.finfo(t.dtype).max):.8g})")
+    return v
+
+
+MAX_POINTS = 2 ** 31 - 1     # per output: coordinates and flat indices are int32
 
 
 def _output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
     """Normalize ``sizes`` (a list innermost first, or a dict by output name)."""
     names = pipeline.output_names
     if isinstance(sizes, dict):
-        extra = sorted(set(sizes) - set(names))
+        extra = sorted((k for k in sizes if k not in names), key=str)
         if extra:
             raise RealizeError(f"realize(): sizes given for {extra[0]!r}, which is not an output "
                                f"(outputs: {', '.join(names)})")
@@ -154,17 +168,32 @@ def _output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
     else:
         out = {n: sizes for n in names}
     for n, s in out.items():
-        if isinstance(s, (int, np.integer)):
+        if isinstance(s, (int, np.integer)) and not isinstance(s, bool):
             s = [s]
+        if not isinstance(s, (list, tuple, np.ndarray)):
+            raise RealizeError(
+                f"realize(): the sizes of output {n} must be a list of positive ints, innermost "
+                f"first (or a dict output name -> list), got {s!r}")
         s = list(s)
         dims = pipeline.func(n).dimensions()
         if len(s) != dims:
             raise RealizeError(
                 f"realize(): output {n} has {dims} dimensions but {len(s)} sizes were given ({s})")
+        points = 1
         for d, v in enumerate(s):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise RealizeError(
                     f"realize(): size {d} of output {n} must be a positive int, got {v!r}")
+            if v > MAX_POINTS:
+                raise RealizeError(
+                    f"realize(): size {d} of output {n} is {v}, which is too large: a size "
+                    f"is at most 2**31 - 1 = {MAX_POINTS} (coordinates are int32)")
+            points *= int(v)
+            if points > MAX_POINTS:
+                raise RealizeError(
+                    f"realize(): output {n} is too large: sizes {[int(v) for v in s]} make "
+                    f"{math.prod(int(v) for v in s)} points, past the limit of 2**31 - 1 = "
+                    f"{MAX_POINTS} at dimension {d} (flat indices are int32)")
         out[n] = [int(v) for v in s]
     return out
 
@@ -192,6 +221,33 @@ def _required_regions(pipeline, out_sizes, images, params) -> dict[str, list[tup
     for name, box in boxes.items():
         regions[name] = [_bounds_of(iv, name, d) for d, iv in enumerate(box)]
     return regions
+
+
+def check_output_region(name: str, region, sizes) -> None:
+    """``RealizeError`` when the pipeline reads or writes output ``name`` outside the
+    region asked for (``[0, size - 1]`` per dimension), as compiled code (and Halide) do:
+    an output's buffer is exactly what the caller asked for."""
+    for d, ((lo, hi), n) in enumerate(zip(region, sizes)):
+        if lo < 0 or hi > n - 1:
+            at, what = (lo, f"before the min (0)") if lo < 0 else (hi, f"beyond the max ({n - 1})")
+            raise RealizeError(
+                f"realize(): output {name} is accessed at {at}, which is {what} in dimension "
+                f"{d}: the pipeline (its updates, or Funcs reading {name}) accesses it over "
+                f"[{lo}, {hi}], but its size there is {n} (coordinates 0 to {n - 1}); "
+                f"realize a larger {name}, or clamp the coordinates")
+
+
+def check_region_sizes(regions: dict) -> None:
+    """``RealizeError`` for a Func whose region has more than ``MAX_POINTS`` points."""
+    for name, region in regions.items():
+        points = 1
+        for d, (lo, hi) in enumerate(region):
+            points *= max(0, hi - lo + 1)
+            if points > MAX_POINTS:
+                raise RealizeError(
+                    f"realize(): {name} would be computed over {region}, which is too large: "
+                    f"more than 2**31 - 1 = {MAX_POINTS} points by dimension {d} (the sizes "
+                    "asked for are too large)")
 
 
 def check_input_regions(pipeline: Pipeline, images: dict, regions: dict) -> None:
@@ -288,11 +344,12 @@ def realize(pipeline: Pipeline, sizes, **inputs_and_params):
     images, params = _bind_arguments(pipeline, inputs_and_params)
     out_sizes = _output_sizes(pipeline, sizes)
     regions = _required_regions(pipeline, out_sizes, images, params)
-    # An output is always computed over at least what was asked for.
     for name, s in out_sizes.items():
         r = regions.get(name) or [(0, v - 1) for v in s]
-        regions[name] = [(min(lo, 0), max(hi, v - 1)) for (lo, hi), v in zip(r, s)]
+        check_output_region(name, r, s)
+        regions[name] = [(0, v - 1) for v in s]
     check_input_regions(pipeline, images, regions)
+    check_region_sizes(regions)
     buffers = evaluate_pipeline(pipeline, regions, images, params)
     outs = []
     for name, s in out_sizes.items():

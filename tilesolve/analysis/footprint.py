@@ -154,3 +154,195 @@ def interior_tile(region, sizes) -> tuple:
 
 def box_size(box) -> int:
     return _size(box)
+
+
+# ---------------------------------------------------------------------------
+# Every tiling of a menu at once (numpy): what the solvers use
+# ---------------------------------------------------------------------------
+# A box over K tilings is one float64 array of shape (2, dims, K): row 0 the
+# lower bounds, row 1 the *negated* upper bounds, so the union of boxes is one
+# np.minimum and clipping to a region one np.maximum.
+_I32 = (-2.0 ** 31, 2.0 ** 31 - 1)
+
+
+def _np():
+    import numpy as np
+    return np
+
+
+def box_points(box):
+    """Points of a (2, dims, K) box, per tiling (float64 array of K)."""
+    np = _np()
+    return np.prod(np.maximum(0.0, 1.0 - box[1] - box[0]), axis=0)
+
+
+def box_extents(box):
+    """Extent of each dimension of a (2, dims, K) box: an array (dims, K)."""
+    return 1.0 - box[1] - box[0]
+
+
+def _bound_box(region):
+    """A concrete region as a (2, dims, 1) clip bound."""
+    np = _np()
+    return np.array([[[float(lo)] for lo, _ in region], [[-float(hi)] for _, hi in region]])
+
+
+class MenuFacts:
+    """``tile_facts`` for every tiling of a menu at once, for groups with output
+    ``output``: boxes are (2, dims, K) arrays (see above), one column per tiling.
+
+    Facts are shared between groups: the region of a member depends only on
+    which of its consumers are in the group (for a legal group: all of them),
+    and a member's reads only on its region, so groups that differ by one
+    member re-analyse only that member.  ``group(members)`` gives, per tiling,
+    the regions, points and outside reads that ``tile_facts`` gives for one.
+    """
+
+    def __init__(self, problem, output: str, sizes_list):
+        np = _np()
+        self.problem = problem
+        self.output = output
+        self.k = len(sizes_list)
+        region = problem.regions[output]
+        tiles = [interior_tile(region, s) for s in sizes_list]
+        self.tile = np.array([[[float(t[d][0]) for t in tiles] for d in range(len(region))],
+                              [[-float(t[d][1]) for t in tiles] for d in range(len(region))]])
+        self._regions: dict = {}
+        self._reads: dict = {}
+        self._points: dict = {}
+        self._outside: dict = {}
+        self._bounds: dict = {}
+
+    def clip_bound(self, name):
+        b = self._bounds.get(name)
+        if b is None:
+            full = self.problem.regions.get(name)
+            b = self._bounds[name] = None if full is None else _bound_box(full)
+        return b
+
+    def key(self, name, members):
+        """What the facts of member ``name`` depend on: its consumers in the group."""
+        if name == self.output:
+            return (name, None)
+        return (name, self.problem.consumers[name] & members)
+
+    def region(self, name, members):
+        """Box of ``name`` computed per tile when the group is ``members``
+        (None when no member reads it)."""
+        np = _np()
+        key = self.key(name, members)
+        if key in self._regions:
+            return self._regions[key]
+        if key[1] is None:
+            box = self.tile
+        else:
+            box = None
+            for c in sorted(key[1]):
+                need = self.reads(c, members)[0].get(name)
+                if need is not None:
+                    box = need if box is None else np.minimum(box, need)
+            if box is not None:
+                box = np.maximum(box, self.clip_bound(name))
+        self._regions[key] = box
+        return box
+
+    def points(self, name, members):
+        key = self.key(name, members)
+        hit = self._points.get(key)
+        if hit is None:
+            box = self.region(name, members)
+            hit = self._points[key] = box_points(box) if box is not None else None
+        return hit
+
+    def reads(self, name, members):
+        """(callee -> box read, update-domain points) for computing ``name``
+        over its region."""
+        key = self.key(name, members)
+        hit = self._reads.get(key)
+        if hit is None:
+            region = self.region(name, members)
+            hit = self._reads[key] = _reads_vec(self.problem, name, region, self.k)
+        return hit
+
+    def outside(self, callee, reader_keys: tuple, members):
+        """(box, points) of ``callee`` read by the members with keys ``reader_keys``,
+        clipped to its region."""
+        np = _np()
+        key = (callee, reader_keys)
+        hit = self._outside.get(key)
+        if hit is None:
+            box = None
+            for name, _ in reader_keys:
+                b = self.reads(name, members)[0][callee]
+                box = b if box is None else np.minimum(box, b)
+            bound = self.clip_bound(callee)
+            if bound is not None:
+                box = np.maximum(box, bound)
+            hit = self._outside[key] = (box, box_points(box))
+        return hit
+
+    def group(self, members: frozenset) -> "GroupFactsVec":
+        regions, points, upd, readers = {}, {}, {}, {}
+        for m in sorted(members):
+            box = self.region(m, members)
+            if box is None:
+                continue
+            regions[m] = box
+            points[m] = self.points(m, members)
+            need, up = self.reads(m, members)
+            upd[m] = up
+            key = self.key(m, members)
+            for callee in need:
+                if callee not in members:
+                    readers.setdefault(callee, []).append(key)
+        outside, outside_points = {}, {}
+        for callee, keys in readers.items():
+            outside[callee], outside_points[callee] = self.outside(callee, tuple(keys), members)
+        return GroupFactsVec(regions, outside, points, upd, outside_points)
+
+
+@dataclass(frozen=True)
+class GroupFactsVec:
+    """``TileFacts`` of one group for every tiling of a menu (arrays per tiling)."""
+
+    member_regions: dict     # member -> (2, dims, K) box computed per tile
+    input_regions: dict      # outside name -> (2, dims, K) box read per tile
+    member_points: dict      # member -> points computed per tile (array of K)
+    member_update_points: dict  # member -> update-domain points per tile (array or 0)
+    input_points: dict       # outside name -> points read per tile (array of K)
+
+
+def _reads_vec(problem, name, region, k: int):
+    from .vecbounds import calls_boxes_vec
+    np = _np()
+    f = problem.func(name)
+    base = problem.__dict__.get("_fast_base")
+    if base is None:
+        base = {n: _pair(iv) for n, iv in problem.base_scope.items()}
+        problem.__dict__["_fast_base"] = base
+    pure = dict(base)
+    pure.update({v.name: (region[0][d], -region[1][d]) for d, v in enumerate(f.pure.args)})
+    need: dict = {}
+    upd = 0.0
+    for i, d in enumerate(problem.definitions[name]):
+        scope = pure
+        if i > 0:
+            rs = {n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()}
+            scope = dict(pure)
+            scope.update(rs)
+            pts = 1.0
+            for lo, hi in rs.values():
+                pts *= hi - lo + 1
+            for a in d.args:
+                if isinstance(a, E.Var):
+                    lo, hi = pure[a.name]
+                    pts = pts * (hi - lo + 1)
+            upd = upd + pts
+        boxes = calls_boxes_vec((d.value,) + tuple(d.args), scope, k, problem.fast_value_bounds)
+        for callee, box in boxes.items():
+            if callee == name:
+                continue
+            b = np.array([[np.clip(lo, *_I32) for lo, _ in box], [-np.clip(hi, *_I32) for _, hi in box]])
+            old = need.get(callee)
+            need[callee] = b if old is None else np.minimum(old, b)
+    return need, upd

@@ -26,6 +26,7 @@ import math
 from ..model import expr as E
 from ..model import types as T
 from ..model.evaluate import eval_scalar
+from ..model.visit import children as _children
 from ..model.visit import rebuild, substitute_names
 from .intervals import linear as _L
 from .intervals import numeric as N
@@ -130,11 +131,43 @@ class _Simplifier:
         self.scope = scope if isinstance(scope, _Scope) else _Scope(_numeric_scope(scope))
         self.memo: dict[int, tuple] = {}
         self.lin: dict[int, tuple] = {}
+        self._warming = False
 
     def visit(self, e):
         hit = self.memo.get(id(e))
         if hit is not None:
             return hit[1], hit[2]
+        if not self._warming:
+            return self._visit_bottom_up(e)
+        return self._visit_one(e)
+
+    def _visit_bottom_up(self, e):
+        """Visit the sub-Exprs of ``e`` children first, in a loop, so each visit finds
+        its children memoized: the recursion stays shallow however deep ``e`` is (a
+        long inlined chain).  Let bodies are left to ``_v_Let``, which binds the name."""
+        self._warming = True
+        try:
+            order, stack, seen = [], [(e, False)], set()
+            while stack:
+                n, done = stack.pop()
+                if done:
+                    order.append(n)
+                    continue
+                if id(n) in self.memo or id(n) in seen:
+                    continue
+                seen.add(id(n))
+                stack.append((n, True))
+                kids = (n.value,) if isinstance(n, E.Let) else _children(n)
+                stack.extend((c, False) for c in kids if id(c) not in self.memo and id(c) not in seen)
+            for n in order:
+                if id(n) not in self.memo:
+                    self._visit_one(n)
+            hit = self.memo[id(e)]
+            return hit[1], hit[2]
+        finally:
+            self._warming = False
+
+    def _visit_one(self, e):
         r, b = self._visit(e)
         t = getattr(r, "type", None)
         if t is None or t.is_float():

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..errors import ScheduleError, TilesolveError
+from ..errors import PipelineError, ScheduleError, TilesolveError
 from ..model.pipeline import Pipeline
 
 __all__ = ["compile", "compile_lowered"]
@@ -54,6 +54,27 @@ def _route(schedule, target):
     return kind, spec
 
 
+def _check_arguments(pipeline, schedule) -> None:
+    """The project's errors (not AttributeError deep inside lowering) for a wrong
+    ``pipeline`` or ``schedule`` argument."""
+    from ..model.func import Func
+    from ..model.schedule import Schedule
+    if not isinstance(pipeline, Pipeline):
+        hint = " (wrap it: ts.Pipeline(f))" if isinstance(pipeline, Func) else ""
+        raise PipelineError(f"ts.compile: the first argument must be a Pipeline, got "
+                            f"{type(pipeline).__name__}{hint}")
+    if schedule is None:
+        return
+    if not isinstance(schedule, Schedule):
+        hint = (f"; to name a target, pass target={schedule!r}" if isinstance(schedule, str)
+                else "")
+        raise ScheduleError(f"ts.compile: the schedule argument must be a ts.Schedule (or None "
+                            f"for the default schedule), got {type(schedule).__name__} "
+                            f"{schedule!r}{hint}")
+    if schedule.pipeline is not pipeline:
+        raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
+
+
 def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None):  # noqa: A001
     """Compile ``pipeline`` under ``schedule`` (None: the default schedule, every Func
     inlined or computed at root as lowering decides) for the host CPU, or with the
@@ -66,10 +87,7 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     from .cpu.jit import DiskCache, default_cache_dir
     from .cpu.parallel import resolve_num_threads
 
-    if not isinstance(pipeline, Pipeline):
-        raise TypeError(f"ts.compile: expected a Pipeline, got {type(pipeline).__name__}")
-    if schedule is not None and getattr(schedule, "pipeline", pipeline) is not pipeline:
-        raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
+    _check_arguments(pipeline, schedule)
     kind, spec = _route(schedule, target)
     if kind == "cuda":
         # The CUDA backend: without pycuda and a GPU this raises CudaUnavailableError,
@@ -77,9 +95,16 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
         from .cuda import compile_cuda
         return compile_cuda(pipeline, schedule, spec)
     if num_threads is None:
-        num_threads = resolve_num_threads(os.environ)
+        try:
+            num_threads = resolve_num_threads(os.environ)
+        except ValueError as e:          # a bad TILESOLVE_NUM_THREADS
+            raise TilesolveError(f"ts.compile: {e}") from None
     elif isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"ts.compile: num_threads must be a positive int, got {num_threads!r}")
+        raise TilesolveError(f"ts.compile: num_threads must be a positive int, got "
+                             f"{num_threads!r}")
+    if cache_dir not in (None, False) and not isinstance(cache_dir, (str, os.PathLike)):
+        raise TilesolveError(f"ts.compile: cache_dir must be a path, None or False, got "
+                             f"{cache_dir!r}")
     if cache_dir is False:
         cache = None
     else:

@@ -35,6 +35,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
+    return v
+
+
 def _positive_float(text: str) -> float:
     try:
         v = float(text)
@@ -60,7 +70,8 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed runs after one warm-up (default: 7)")
     p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
                    help="time limit in seconds for each solver call")
-    p.add_argument("--seed", type=int, default=0, help="seed for inputs and solvers (default: 0)")
+    p.add_argument("--seed", type=_nonneg_int, default=0,
+                   help="seed for inputs and solvers (a non-negative integer; default: 0)")
     p.add_argument("--compare-halide", action="store_true",
                    help="also run Halide's autoschedulers and tilesolve's schedules compiled by "
                         "Halide (needs `pip install halide`)")
@@ -70,9 +81,28 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="write the records as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the records as CSV")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--dask", type=_positive_int, default=None, metavar="N",
+                   help="instead: scaling of chunked runs on a Dask LocalCluster of 1..N "
+                        "one-thread workers at 4x the paper's image area (default app: blur; "
+                        "needs `pip install tilesolve[dask]`)")
 
 
 def _validate(p: argparse.ArgumentParser, args) -> None:
+    import os
+    for opt in ("apps", "methods", "halide_autoschedulers"):
+        names = getattr(args, opt)
+        twice = sorted({n for n in names or () if names.count(n) > 1})
+        if twice:
+            p.error(f"--{opt.replace('_', '-')} lists {twice[0]!r} more than once")
+    for opt in ("json", "csv"):
+        path = getattr(args, opt)
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if os.path.isdir(path):
+                p.error(f"--{opt} {path}: is a folder; give a file name")
+            if not os.path.isdir(folder):
+                p.error(f"--{opt} {path}: no such folder {folder!r} (the results could not "
+                        "be written)")
     if args.methods is not None:
         bad = [m for m in args.methods if m not in M.ALL_METHODS]
         if bad:
@@ -104,6 +134,9 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     _validate(parser, args)
+    if getattr(args, "dask", None):
+        from ..distributed.bench import main_dask
+        return main_dask(args, out, err)
     opts = BenchOptions(apps=args.apps, methods=args.methods, spec=args.spec, size=args.size,
                         repeat=args.repeat, time_limit=args.time_limit,
                         compare_halide=args.compare_halide,

@@ -5,7 +5,8 @@
   default of inlining everything can recompute without bound).  Falls back to
   the compiler's default schedule where the Schedule builder lacks
   ``compute_root``.
-* ``greedy``, ``ilp``, ``beam``: ``ts.solve_schedule(..., method=name)``.
+* ``greedy``, ``ilp``, ``beam``, ``auto``: ``ts.solve_schedule(..., method=name)``
+  (``auto`` runs ILP and beam and keeps the cheaper answer in model cost).
 
 ``method_status(name)`` is ``(True, "")`` or ``(False, reason)``; an
 unavailable method is reported in the table with its reason, never dropped.
@@ -17,7 +18,7 @@ import time
 
 __all__ = ["ALL_METHODS", "SOLVER_METHODS", "method_status", "naive_schedule", "solve"]
 
-SOLVER_METHODS = ("greedy", "ilp", "beam")
+SOLVER_METHODS = ("greedy", "ilp", "beam", "auto")
 ALL_METHODS = ("naive",) + SOLVER_METHODS
 
 

@@ -29,7 +29,7 @@ from ..model import expr as E
 from ..model import types as T
 from ..model.func import Func
 from ..model.visit import children as expr_children
-from ..model.visit import mutate, walk
+from ..model.visit import mutate, trampoline, walk
 from . import ir as L
 
 INT = T.int32
@@ -200,9 +200,22 @@ class Names:
     def of(self, s: L.Stmt) -> frozenset:
         hit = self._stmts.get(id(s))
         if hit is None:
-            names = self.own(s).union(*(self.of(c) for c in L.stmt_children(s)))
-            hit = self._stmts[id(s)] = (s, names)
+            trampoline(s, self._of_step)
+            hit = self._stmts[id(s)]
         return hit[1]
+
+    def _of_step(self, s: L.Stmt):
+        hit = self._stmts.get(id(s))
+        if hit is not None:
+            return hit[1]
+        return self._of_children(s)
+
+    def _of_children(self, s: L.Stmt):
+        names = self.own(s)
+        for c in L.stmt_children(s):
+            names = names | (yield c)
+        self._stmts[id(s)] = (s, names)
+        return names
 
 
 class _Pending:
@@ -314,25 +327,41 @@ class _Walker:
         return self._expr_box(e, self.bounder())
 
     def _expr_box(self, e, b: Bounder):
-        box = None
-        if isinstance(e, E.Let):
-            box = self._expr_box(e.value, b)
-            old = self.push(e.name, b.bounds(e.value))
-            try:
-                return union_box(box, self._expr_box(e.body, self.bounder()))
-            finally:
-                self.pop(e.name, old)
-        if isinstance(e, E.Call) and e.target.name == self.name:
-            box = [self.pair(b, a) for a in e.args]
-        for c in expr_children(e):
-            if self.name in self.names.of_expr(c):
-                box = union_box(box, self._expr_box(c, b))
+        """The box of the calls to ``self.name`` in ``e``: a walk of the DAG (each
+        shared node once, iterative); a Let binds its name for its body."""
+        box, seen, stack = None, set(), [e]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if isinstance(n, E.Let):
+                box = union_box(box, self._let_box(n, b))
+                continue
+            if isinstance(n, E.Call) and n.target.name == self.name:
+                box = union_box(box, [self.pair(b, a) for a in n.args])
+            stack.extend(c for c in expr_children(n)
+                         if id(c) not in seen and self.name in self.names.of_expr(c))
         return box
+
+    def _let_box(self, e: E.Let, b: Bounder):
+        box = self._expr_box(e.value, b)
+        old = self.push(e.name, b.bounds(e.value))
+        try:
+            return union_box(box, self._expr_box(e.body, self.bounder()))
+        finally:
+            self.pop(e.name, old)
 
     # -- statements ------------------------------------------------------------------
     def stmt_box(self, s: L.Stmt):
+        return trampoline(s, self._stmt_box_step)
+
+    def _stmt_box_step(self, s: L.Stmt):
         if self.name not in self.names.of(s):
             return None
+        return self._stmt_box(s)
+
+    def _stmt_box(self, s: L.Stmt):
         box = None
         for e in L.stmt_exprs(s):
             box = union_box(box, self.expr_box(e))
@@ -348,13 +377,13 @@ class _Walker:
                 entry = _Pending(s.value, known=self.known.get(s.name))
             old = self.push(s.name, entry)
             try:
-                return union_box(box, self.stmt_box(s.body))
+                return union_box(box, (yield s.body))
             finally:
                 self.pop(s.name, old)
         if isinstance(s, L.IfThenElse):
-            return union_box(box, self._if_box(s))
+            return union_box(box, (yield from self._if_box(s)))
         for c in L.stmt_children(s):
-            box = union_box(box, self.stmt_box(c))
+            box = union_box(box, (yield c))
         return box
 
     def _if_box(self, s: L.IfThenElse):
@@ -363,24 +392,24 @@ class _Walker:
         if not any(dict.__contains__(self.scope, n) for n in free):
             # a test of names free at the walk's root (the shift-inward test on a
             # region's extent): each branch counts only when it runs
-            a = self.stmt_box(s.then_case)
-            b = None if s.else_case is None else self.stmt_box(s.else_case)
+            a = yield s.then_case
+            b = None if s.else_case is None else (yield s.else_case)
             return _select_box(cond, a, b) if a is not None and b is not None else union_box(a, b)
-        box = self._narrowed(s.then_case, s.cond, True)
+        box = yield from self._narrowed(s.then_case, s.cond, True)
         if s.else_case is not None:
-            box = union_box(box, self._narrowed(s.else_case, s.cond, False))
+            box = union_box(box, (yield from self._narrowed(s.else_case, s.cond, False)))
         return box
 
     def _narrowed(self, s, cond, truth):
         narrow = narrowings(self, cond, truth)
         if not narrow:
-            return self.stmt_box(s)
+            return (yield s)
         # Intervals cached before stay valid (only wider than they could be);
         # those computed under the narrowing must not outlive it.
         before = set(self.scope.cache)
         saved = [(name, self.push(name, iv)) for name, iv in narrow]
         try:
-            return self.stmt_box(s)
+            return (yield s)
         finally:
             for name, old in reversed(saved):
                 self.pop(name, old)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..model import expr as E
 from ..model.types import Type
+from ..model.visit import trampoline
 
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "gpu_block", "gpu_thread")
 MEMORY_SPACES = ("heap", "stack", "shared", "register")
@@ -232,23 +233,24 @@ def walk_stmts(s: Stmt):
 def map_stmt(s: Stmt, fn_stmt=None, fn_expr=None) -> Stmt:
     """Rebuild ``s`` bottom-up.  ``fn_expr(e)`` rewrites every Expr it holds;
     ``fn_stmt(s)`` may return a replacement (or None to keep recursing).
-    Unchanged subtrees are returned as the same objects."""
-    if fn_stmt is not None:
-        r = fn_stmt(s)
-        if r is not None:
-            return r
+    Unchanged subtrees are returned as the same objects.  Iterative (see
+    ``trampoline``): the depth of the program does not matter."""
     fe = fn_expr or (lambda e: e)
-    if isinstance(s, For):
-        mn, ext, body = fe(s.min), fe(s.extent), map_stmt(s.body, fn_stmt, fn_expr)
-        if mn is s.min and ext is s.extent and body is s.body:
-            return s
-        return For(s.name, mn, ext, s.kind, body)
-    if isinstance(s, Allocate):
-        exts = tuple(fe(e) for e in s.extents)
-        body = map_stmt(s.body, fn_stmt, fn_expr)
-        if all(a is b for a, b in zip(exts, s.extents)) and body is s.body:
-            return s
-        return Allocate(s.name, s.type, exts, s.memory, body)
+
+    def step(s):
+        if fn_stmt is not None:
+            r = fn_stmt(s)
+            if r is not None:
+                return r
+        return map_children(s, fe)
+    return trampoline(s, step)
+
+
+def map_children(s: Stmt, fe=lambda e: e):
+    """One statement of ``map_stmt`` as a ``trampoline`` step: a generator yielding
+    its children (and rebuilding from their results), or the rebuilt statement
+    itself when it has none.  Passes with their own step call it for the
+    statements they leave alone."""
     if isinstance(s, Store):
         i, v = fe(s.index), fe(s.value)
         return s if (i is s.index and v is s.value) else Store(s.buffer, i, v)
@@ -257,23 +259,42 @@ def map_stmt(s: Stmt, fn_stmt=None, fn_expr=None) -> Stmt:
         if v is s.value and all(a is b for a, b in zip(args, s.args)):
             return s
         return Provide(s.func, args, v)
+    if isinstance(s, (For, Allocate, LetStmt, IfThenElse, Block, ProducerConsumer)):
+        return _map_compound(s, fe)
+    return s
+
+
+def _map_compound(s: Stmt, fe):
+    if isinstance(s, For):
+        mn, ext = fe(s.min), fe(s.extent)
+        body = yield s.body
+        if mn is s.min and ext is s.extent and body is s.body:
+            return s
+        return For(s.name, mn, ext, s.kind, body)
+    if isinstance(s, Allocate):
+        exts = tuple(fe(e) for e in s.extents)
+        body = yield s.body
+        if all(a is b for a, b in zip(exts, s.extents)) and body is s.body:
+            return s
+        return Allocate(s.name, s.type, exts, s.memory, body)
     if isinstance(s, LetStmt):
-        v, body = fe(s.value), map_stmt(s.body, fn_stmt, fn_expr)
+        v = fe(s.value)
+        body = yield s.body
         return s if (v is s.value and body is s.body) else LetStmt(s.name, v, body)
     if isinstance(s, IfThenElse):
         c = fe(s.cond)
-        t = map_stmt(s.then_case, fn_stmt, fn_expr)
-        e = None if s.else_case is None else map_stmt(s.else_case, fn_stmt, fn_expr)
+        t = yield s.then_case
+        e = None if s.else_case is None else (yield s.else_case)
         if c is s.cond and t is s.then_case and e is s.else_case:
             return s
         return IfThenElse(c, t, e)
     if isinstance(s, Block):
-        parts = tuple(map_stmt(x, fn_stmt, fn_expr) for x in s.stmts)
+        parts = []
+        for x in s.stmts:
+            parts.append((yield x))
         return s if all(a is b for a, b in zip(parts, s.stmts)) else Block.make(parts)
-    if isinstance(s, ProducerConsumer):
-        body = map_stmt(s.body, fn_stmt, fn_expr)
-        return s if body is s.body else ProducerConsumer(s.name, s.is_producer, body)
-    return s
+    body = yield s.body                                   # ProducerConsumer
+    return s if body is s.body else ProducerConsumer(s.name, s.is_producer, body)
 
 
 # ---------------------------------------------------------------------------
@@ -287,30 +308,44 @@ def _e(x) -> str:
 
 
 def stmt_str(s: Stmt, indent: int = 0) -> str:
-    pad = "  " * indent
-    if isinstance(s, For):
-        kind = "" if s.kind == "serial" else f"{s.kind} "
-        return (f"{pad}{kind}for {s.name} in [{_e(s.min)}, {_e(s.min)} + {_e(s.extent)}):\n"
-                f"{stmt_str(s.body, indent + 1)}")
-    if isinstance(s, Allocate):
-        exts = " x ".join(_e(e) for e in s.extents)
-        return f"{pad}allocate {s.name}[{s.type} * {exts}] in {s.memory}\n{stmt_str(s.body, indent)}"
-    if isinstance(s, Store):
-        return f"{pad}{s.buffer}[{_e(s.index)}] = {_e(s.value)}"
-    if isinstance(s, Provide):
-        return f"{pad}{s.func}({', '.join(_e(a) for a in s.args)}) = {_e(s.value)}"
-    if isinstance(s, LetStmt):
-        return f"{pad}let {s.name} = {_e(s.value)}\n{stmt_str(s.body, indent)}"
-    if isinstance(s, IfThenElse):
-        out = f"{pad}if {_e(s.cond)}:\n{stmt_str(s.then_case, indent + 1)}"
-        if s.else_case is not None:
-            out += f"\n{pad}else:\n{stmt_str(s.else_case, indent + 1)}"
-        return out
-    if isinstance(s, Barrier):
-        return f"{pad}barrier()"
-    if isinstance(s, Block):
-        return "\n".join(stmt_str(x, indent) for x in s.stmts)
-    if isinstance(s, ProducerConsumer):
-        word = "produce" if s.is_producer else "consume"
-        return f"{pad}{word} {s.name}:\n{stmt_str(s.body, indent + 1)}"
-    return f"{pad}<{type(s).__name__}>"
+    """The statement as indented text (iterative: any depth)."""
+    lines: list[str] = []
+    stack = [(s, indent)]
+    while stack:
+        n, ind = stack.pop()
+        if isinstance(n, str):                      # a line queued between children
+            lines.append(n)
+            continue
+        pad = "  " * ind
+        if isinstance(n, For):
+            kind = "" if n.kind == "serial" else f"{n.kind} "
+            lines.append(f"{pad}{kind}for {n.name} in [{_e(n.min)}, {_e(n.min)} + {_e(n.extent)}):")
+            stack.append((n.body, ind + 1))
+        elif isinstance(n, Allocate):
+            exts = " x ".join(_e(e) for e in n.extents)
+            lines.append(f"{pad}allocate {n.name}[{n.type} * {exts}] in {n.memory}")
+            stack.append((n.body, ind))
+        elif isinstance(n, Store):
+            lines.append(f"{pad}{n.buffer}[{_e(n.index)}] = {_e(n.value)}")
+        elif isinstance(n, Provide):
+            lines.append(f"{pad}{n.func}({', '.join(_e(a) for a in n.args)}) = {_e(n.value)}")
+        elif isinstance(n, LetStmt):
+            lines.append(f"{pad}let {n.name} = {_e(n.value)}")
+            stack.append((n.body, ind))
+        elif isinstance(n, IfThenElse):
+            lines.append(f"{pad}if {_e(n.cond)}:")
+            if n.else_case is not None:
+                stack.append((n.else_case, ind + 1))
+                stack.append((f"{pad}else:", ind))
+            stack.append((n.then_case, ind + 1))
+        elif isinstance(n, Barrier):
+            lines.append(f"{pad}barrier()")
+        elif isinstance(n, Block):
+            stack.extend((x, ind) for x in reversed(n.stmts))
+        elif isinstance(n, ProducerConsumer):
+            word = "produce" if n.is_producer else "consume"
+            lines.append(f"{pad}{word} {n.name}:")
+            stack.append((n.body, ind + 1))
+        else:
+            lines.append(f"{pad}<{type(n).__name__}>")
+    return "\n".join(lines)

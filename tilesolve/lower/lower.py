@@ -17,9 +17,6 @@ outputs (pipeline order), the Params (sorted by name).
 """
 from __future__ import annotations
 
-import contextlib
-import sys
-
 from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.pipeline import Pipeline
@@ -68,25 +65,12 @@ def arguments(pipeline: Pipeline) -> tuple:
     return tuple(args)
 
 
-@contextlib.contextmanager
-def deep_recursion(limit: int = 60000):
-    """Realizations nest (each wraps the rest of the program in its lets), so
-    big pipelines give deep statements; the passes recurse on them."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, limit))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
-
 def lower(pipeline: Pipeline, schedule=None, *, target: str | None = None,
           check: bool = True) -> L.LoweredPipeline:
     """Lower ``pipeline`` with ``schedule`` (None: every Func computed at root,
     serial) to the loop IR.  ``target`` defaults to the schedule's target
     ("cpu" without a schedule).  ``check`` runs the verifier."""
-    with deep_recursion():
-        return _lower(pipeline, schedule, target, check)
+    return _lower(pipeline, schedule, target, check)
 
 
 def _lower(pipeline, schedule, target, check):

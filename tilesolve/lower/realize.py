@@ -31,7 +31,7 @@ from ..analysis.simplify import numeric_bounds, simplify
 from ..errors import BoundsError, LoweringError, ScheduleError
 from ..model import expr as E
 from ..model import types as T
-from ..model.visit import walk
+from ..model.visit import trampoline, walk
 from . import bounds as B
 from . import ir as L
 from .stages import nest_names, region_names
@@ -69,11 +69,14 @@ def with_children(s: L.Stmt, kids: list) -> L.Stmt:
 
 def _descend(s: L.Stmt, make):
     """Apply ``make`` below the lets and guards that open a loop body."""
-    if isinstance(s, L.LetStmt):
-        return L.LetStmt(s.name, s.value, _descend(s.body, make))
-    if isinstance(s, L.IfThenElse) and s.else_case is None:
-        return L.IfThenElse(s.cond, _descend(s.then_case, make))
-    return make(s)
+    opening = []
+    while isinstance(s, L.LetStmt) or (isinstance(s, L.IfThenElse) and s.else_case is None):
+        opening.append(s)
+        s = s.body if isinstance(s, L.LetStmt) else s.then_case
+    s = make(s)
+    for o in reversed(opening):
+        s = L.LetStmt(o.name, o.value, s) if isinstance(o, L.LetStmt) else L.IfThenElse(o.cond, s)
+    return s
 
 
 def insert_top(body: L.Stmt, name: str, make, names) -> L.Stmt:
@@ -84,44 +87,57 @@ def insert_top(body: L.Stmt, name: str, make, names) -> L.Stmt:
     return body
 
 
+def _rebuild(s: L.Stmt, kinds: tuple):
+    """A ``trampoline`` step's generator: rebuild ``s`` from its children, each
+    visited with the loop kinds around it."""
+    k = kinds + (s.kind,) if isinstance(s, L.For) else kinds
+    kids = []
+    for c in L.stmt_children(s):
+        kids.append((yield (c, k)))
+    return with_children(s, kids)
+
+
 def insert_in_loop(body: L.Stmt, loop: str, make) -> tuple:
     """Insert ``make(rest, kinds)`` inside every loop named ``loop``; (stmt, count)."""
     count = [0]
 
-    def rec(s, kinds):
-        if isinstance(s, L.For):
+    def step(item):
+        s, kinds = item
+        if isinstance(s, L.For) and s.name == loop:
+            count[0] += 1
             k = kinds + (s.kind,)
-            if s.name == loop:
-                count[0] += 1
-                return L.For(s.name, s.min, s.extent, s.kind, _descend(s.body, lambda r: make(r, k)))
-            return with_children(s, [rec(s.body, k)])
-        return with_children(s, [rec(c, kinds) for c in L.stmt_children(s)])
-    return rec(body, ()), count[0]
+            return L.For(s.name, s.min, s.extent, s.kind, _descend(s.body, lambda r: make(r, k)))
+        if not L.stmt_children(s):
+            return s
+        return _rebuild(s, kinds)
+    return trampoline((body, ()), step), count[0]
 
 
 def insert_innermost(body: L.Stmt, name: str, make, names) -> L.Stmt:
     """Wrap every innermost statement whose own Exprs use ``name``."""
-    def rec(s, kinds):
+    def step(item):
+        s, kinds = item
         if not B.uses(s, name, names):
             return s
         if not isinstance(s, L.Block) and B.own_uses(s, name, names):
             return make(s, kinds)
-        k = kinds + (s.kind,) if isinstance(s, L.For) else kinds
-        return with_children(s, [rec(c, k) for c in L.stmt_children(s)])
-    return rec(body, ())
+        return _rebuild(s, kinds)
+    return trampoline((body, ()), step)
 
 
 def used_outside(body: L.Stmt, name: str, names) -> bool:
     """Whether some use of ``name`` lies outside its produce/consume statements."""
-    def rec(s):
+    stack = [body]
+    while stack:
+        s = stack.pop()
         if not B.uses(s, name, names):
-            return False
+            continue
         if isinstance(s, L.ProducerConsumer) and s.name == name:
-            return False
+            continue
         if B.own_uses(s, name, names) or (isinstance(s, L.Provide) and s.func == name):
             return True
-        return any(rec(c) for c in L.stmt_children(s))
-    return rec(body)
+        stack.extend(L.stmt_children(s))
+    return False
 
 
 def wrap_lets(lets: list, s: L.Stmt) -> L.Stmt:

@@ -14,22 +14,15 @@ Unchanged subtrees come back as the same objects.
 """
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
+
 from ..analysis.simplify import numeric_bounds, simplify
 from ..model import expr as E
-from ..model.visit import substitute_names, walk
+from ..model.visit import substitute_names, trampoline, walk
 from . import ir as L
 
 _GPU = ("gpu_block", "gpu_thread")
-
-
-def _uses_name(s: L.Stmt, name: str) -> bool:
-    for n in L.walk_stmts(s):
-        for e in L.stmt_exprs(n):
-            if any(isinstance(v, E.Var) and v.name == name for v in walk(e)):
-                return True
-        if isinstance(n, L.Allocate) and n.name == name:
-            return True
-    return False
 
 
 class _Simp:
@@ -37,12 +30,21 @@ class _Simp:
         self.env: dict[str, E.Expr] = {}      # let substitutions
         self.ranges: dict[str, tuple] = {}    # numeric (lo, hi) of loop vars and lets
 
-    def e(self, x: E.Expr) -> E.Expr:
+    def expr(self, x: E.Expr) -> E.Expr:
         if self.env:
             x = substitute_names(x, self.env)
-        return simplify(x, self.ranges)
+        return simplify(x, self.scope_of(x))
 
-    def _with(self, name, *, env=None, rng=None, fn):
+    def scope_of(self, x: E.Expr) -> dict:
+        """The ranges of the names ``x`` uses (not of every enclosing let: a long
+        pipeline has thousands, and converting them per Expr would be quadratic)."""
+        if not self.ranges:
+            return {}
+        return {v.name: self.ranges[v.name] for v in walk(x)
+                if isinstance(v, E.Var) and v.name in self.ranges}
+
+    @contextlib.contextmanager
+    def _binding(self, name, *, env=None, rng=None):
         old_env, old_rng = self.env.get(name), self.ranges.get(name)
         if env is not None:
             self.env[name] = env
@@ -53,7 +55,7 @@ class _Simp:
         else:
             self.ranges.pop(name, None)
         try:
-            return fn()
+            yield
         finally:
             for d, old in ((self.env, old_env), (self.ranges, old_rng)):
                 if old is None:
@@ -61,83 +63,136 @@ class _Simp:
                 else:
                     d[name] = old
 
-    def s(self, s: L.Stmt):
-        """The simplified statement, or None when it does nothing."""
-        if isinstance(s, L.LetStmt):
-            v = self.e(s.value)
-            if isinstance(v, (E.Const, E.Var)):
-                return self._with(s.name, env=v, fn=lambda: self.s(s.body))
-            rng = numeric_bounds(v, self.ranges) if not v.type.is_float() else None
-            body = self._with(s.name, rng=rng, fn=lambda: self.s(s.body))
-            if body is None or not _uses_name(body, s.name):
-                return body
-            if v is s.value and body is s.body:
-                return s
-            return L.LetStmt(s.name, v, body)
-        if isinstance(s, L.For):
-            mn, ext = self.e(s.min), self.e(s.extent)
-            if isinstance(ext, E.Const) and ext.value <= 0:
-                return None
-            if isinstance(ext, E.Const) and ext.value == 1 and s.kind not in _GPU:
-                return self.s(L.LetStmt(s.name, mn, s.body))
-            rng = None
-            lo, hi = numeric_bounds(mn, self.ranges), numeric_bounds(ext, self.ranges)
-            if hi[1] != float("inf") and lo[0] != float("-inf"):
-                rng = (lo[0], lo[1] + hi[1] - 1)
-            body = self._with(s.name, rng=rng, fn=lambda: self.s(s.body))
-            if body is None:
-                return None
-            if mn is s.min and ext is s.extent and body is s.body:
-                return s
-            return L.For(s.name, mn, ext, s.kind, body)
-        if isinstance(s, L.IfThenElse):
-            c = self.e(s.cond)
-            if isinstance(c, E.Const):
-                return self.s(s.then_case) if c.value else (
-                    None if s.else_case is None else self.s(s.else_case))
-            t = self.s(s.then_case)
-            f = None if s.else_case is None else self.s(s.else_case)
-            if t is None and f is None:
-                return None
-            if t is None:
-                return L.IfThenElse(simplify(E.Not(c)), f)
-            if c is s.cond and t is s.then_case and f is s.else_case:
-                return s
-            return L.IfThenElse(c, t, f)
-        if isinstance(s, L.Block):
-            parts = [self.s(x) for x in s.stmts]
-            parts = [p for p in parts if p is not None]
-            if not parts:
-                return None
-            if len(parts) == len(s.stmts) and all(a is b for a, b in zip(parts, s.stmts)):
-                return s
-            return L.Block.make(parts)
-        if isinstance(s, L.Allocate):
-            exts = tuple(self.e(x) for x in s.extents)
-            body = self.s(s.body)
-            if body is None:
-                return None
-            if body is s.body and all(a is b for a, b in zip(exts, s.extents)):
-                return s
-            return L.Allocate(s.name, s.type, exts, s.memory, body)
-        if isinstance(s, L.ProducerConsumer):
-            body = self.s(s.body)
-            if body is None:
-                return None
-            return s if body is s.body else L.ProducerConsumer(s.name, s.is_producer, body)
+    def step(self, s: L.Stmt):
+        """One statement for ``trampoline``: the simplified statement (None when it
+        does nothing), or a generator that yields the children to simplify."""
         if isinstance(s, L.Store):
-            i, v = self.e(s.index), self.e(s.value)
+            i, v = self.expr(s.index), self.expr(s.value)
             return s if (i is s.index and v is s.value) else L.Store(s.buffer, i, v)
         if isinstance(s, L.Provide):
-            args = tuple(self.e(a) for a in s.args)
-            v = self.e(s.value)
+            args = tuple(self.expr(a) for a in s.args)
+            v = self.expr(s.value)
             if v is s.value and all(a is b for a, b in zip(args, s.args)):
                 return s
             return L.Provide(s.func, args, v)
-        return s
+        handler = self._compound.get(type(s))
+        return s if handler is None else handler(self, s)
+
+    def _let(self, s: L.LetStmt):
+        v = self.expr(s.value)
+        if isinstance(v, (E.Const, E.Var)):
+            with self._binding(s.name, env=v):
+                return (yield s.body)
+        rng = numeric_bounds(v, self.scope_of(v)) if not v.type.is_float() else None
+        with self._binding(s.name, rng=rng):
+            body = yield s.body
+        if body is None:
+            return None
+        if v is s.value and body is s.body:
+            return s
+        return L.LetStmt(s.name, v, body)
+
+    def _for(self, s: L.For):
+        mn, ext = self.expr(s.min), self.expr(s.extent)
+        if isinstance(ext, E.Const) and ext.value <= 0:
+            return None
+        if isinstance(ext, E.Const) and ext.value == 1 and s.kind not in _GPU:
+            return (yield L.LetStmt(s.name, mn, s.body))
+        rng = None
+        lo, hi = numeric_bounds(mn, self.scope_of(mn)), numeric_bounds(ext, self.scope_of(ext))
+        if hi[1] != float("inf") and lo[0] != float("-inf"):
+            rng = (lo[0], lo[1] + hi[1] - 1)
+        with self._binding(s.name, rng=rng):
+            body = yield s.body
+        if body is None:
+            return None
+        if mn is s.min and ext is s.extent and body is s.body:
+            return s
+        return L.For(s.name, mn, ext, s.kind, body)
+
+    def _if(self, s: L.IfThenElse):
+        c = self.expr(s.cond)
+        if isinstance(c, E.Const):
+            if c.value:
+                return (yield s.then_case)
+            return None if s.else_case is None else (yield s.else_case)
+        t = yield s.then_case
+        f = None if s.else_case is None else (yield s.else_case)
+        if t is None and f is None:
+            return None
+        if t is None:
+            return L.IfThenElse(simplify(E.Not(c)), f)
+        if c is s.cond and t is s.then_case and f is s.else_case:
+            return s
+        return L.IfThenElse(c, t, f)
+
+    def _block(self, s: L.Block):
+        parts = []
+        for x in s.stmts:
+            p = yield x
+            if p is not None:
+                parts.append(p)
+        if not parts:
+            return None
+        if len(parts) == len(s.stmts) and all(a is b for a, b in zip(parts, s.stmts)):
+            return s
+        return L.Block.make(parts)
+
+    def _allocate(self, s: L.Allocate):
+        exts = tuple(self.expr(x) for x in s.extents)
+        body = yield s.body
+        if body is None:
+            return None
+        if body is s.body and all(a is b for a, b in zip(exts, s.extents)):
+            return s
+        return L.Allocate(s.name, s.type, exts, s.memory, body)
+
+    def _producer_consumer(self, s: L.ProducerConsumer):
+        body = yield s.body
+        if body is None:
+            return None
+        return s if body is s.body else L.ProducerConsumer(s.name, s.is_producer, body)
+
+    _compound = {L.LetStmt: _let, L.For: _for, L.IfThenElse: _if, L.Block: _block,
+                 L.Allocate: _allocate, L.ProducerConsumer: _producer_consumer}
+
+
+def _var_uses(s: L.Stmt) -> Counter:
+    """How many times each name is used (Vars in every Expr, Allocate names), one walk."""
+    uses: Counter = Counter()
+    for n in L.walk_stmts(s):
+        if isinstance(n, L.Allocate):
+            uses[n.name] += 1
+        for e in L.stmt_exprs(n):
+            for v in walk(e):
+                if isinstance(v, E.Var):
+                    uses[v.name] += 1
+    return uses
+
+
+def _drop_unused_lets(s: L.Stmt) -> L.Stmt:
+    """Remove lets whose name is never read (counted by name over the whole program,
+    so a name used anywhere keeps every let of that name: conservative).  Dropping a
+    let can make another one dead, so repeat until nothing changes (linear passes)."""
+    def skip(n):
+        return (yield n.body)
+
+    while True:
+        uses = _var_uses(s)
+        dropped = []
+
+        def step(n):
+            if isinstance(n, L.LetStmt) and uses[n.name] == 0:
+                dropped.append(n.name)
+                return skip(n)
+            return L.map_children(n)
+        s = trampoline(s, step)
+        if not dropped:
+            return s
 
 
 def simplify_stmt(s: L.Stmt) -> L.Stmt:
     """``s`` simplified (see the module docstring); never None."""
-    r = _Simp().s(s)
-    return L.Block(()) if r is None else r
+    simp = _Simp()
+    r = trampoline(s, simp.step)
+    return L.Block(()) if r is None else _drop_unused_lets(r)

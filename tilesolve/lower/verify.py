@@ -45,9 +45,12 @@ class _Verifier:
 
     # -- expressions -----------------------------------------------------------------
     def expr(self, e: E.Expr, bound: set, buffers: dict, where):
-        stack = [(e, bound)]
+        stack, seen = [(e, bound)], set()
         while stack:
             n, b = stack.pop()
+            if (id(n), id(b)) in seen:      # a DAG: each shared node once per scope
+                continue
+            seen.add((id(n), id(b)))
             if isinstance(n, E.Var):
                 if n.name not in b and n.name not in self.arg_vars:
                     self.fail(f"Var {n.name} is used outside its scope", where)
@@ -79,7 +82,14 @@ class _Verifier:
         self.expr(e, bound, buffers, where)
 
     # -- statements ------------------------------------------------------------------
-    def stmt(self, s: L.Stmt, bound: frozenset, buffers: dict, kinds: tuple):
+    def stmt(self, root: L.Stmt, bound: frozenset, buffers: dict, kinds: tuple):
+        """Check every statement (a worklist: any depth)."""
+        work = [(root, bound, buffers, kinds)]
+        while work:
+            self._check(work, *work.pop())
+
+    def _check(self, work, s: L.Stmt, bound: frozenset, buffers: dict, kinds: tuple):
+        """Check ``s`` itself; queue its children on ``work``."""
         if isinstance(s, L.For):
             self.int_expr(s.min, bound, buffers, s, "loop min")
             self.int_expr(s.extent, bound, buffers, s, "loop extent")
@@ -88,17 +98,17 @@ class _Verifier:
             if s.kind == "gpu_block" and "gpu_thread" in kinds:
                 self.fail(f"gpu_block loop {s.name} is inside a gpu_thread loop", s)
             self._bind(s.name, bound, s)
-            self.stmt(s.body, bound | {s.name}, buffers, kinds + (s.kind,))
+            work.append((s.body, bound | {s.name}, buffers, kinds + (s.kind,)))
         elif isinstance(s, L.LetStmt):
             self.expr(s.value, bound, buffers, s)
             self._bind(s.name, bound, s)
-            self.stmt(s.body, bound | {s.name}, buffers, kinds)
+            work.append((s.body, bound | {s.name}, buffers, kinds))
         elif isinstance(s, L.Allocate):
             if s.name in buffers:
                 self.fail(f"allocation {s.name} shadows a buffer of the same name", s)
             for x in s.extents:
                 self.int_expr(x, bound, buffers, s, "allocation extent")
-            self.stmt(s.body, bound, {**buffers, s.name: s.type}, kinds)
+            work.append((s.body, bound, {**buffers, s.name: s.type}, kinds))
         elif isinstance(s, L.Store):
             t = buffers.get(s.buffer)
             if t is None:
@@ -114,14 +124,13 @@ class _Verifier:
             if not s.cond.type.is_bool():
                 self.fail(f"condition {s.cond} is {s.cond.type}, not bool", s)
             self.expr(s.cond, bound, buffers, s)
-            self.stmt(s.then_case, bound, buffers, kinds)
             if s.else_case is not None:
-                self.stmt(s.else_case, bound, buffers, kinds)
+                work.append((s.else_case, bound, buffers, kinds))
+            work.append((s.then_case, bound, buffers, kinds))
         elif isinstance(s, L.Block):
-            for x in s.stmts:
-                self.stmt(x, bound, buffers, kinds)
+            work.extend((x, bound, buffers, kinds) for x in reversed(s.stmts))
         elif isinstance(s, L.ProducerConsumer):
-            self.stmt(s.body, bound, buffers, kinds)
+            work.append((s.body, bound, buffers, kinds))
         elif isinstance(s, L.Barrier):
             pass
         elif isinstance(s, L.Provide):

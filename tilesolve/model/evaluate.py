@@ -152,10 +152,12 @@ def _eval_node(e, env, call, memo):
         args = [np.asarray(_eval(a, env, call, memo)) for a in e.args]
         return call(e.target, args)
     if isinstance(e, E.Let):
-        v = _eval(e.value, env, call, memo)
+        # a chain of Lets (regions of long pipelines) is bound in a loop, not recursively
         inner = dict(env)
-        inner[e.name] = v
-        return _eval(e.body, inner, call, {})
+        while isinstance(e, E.Let):
+            inner[e.name] = _eval(e.value, inner, call, {})
+            e = e.body
+        return _eval(e, inner, call, {})
     raise PipelineError(f"cannot evaluate node {type(e).__name__}")
 
 

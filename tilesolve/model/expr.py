@@ -173,6 +173,26 @@ class RVar(Expr):
         return f"{self.rdom.name}.{'xyzw'[self.index] if self.index < 4 else self.index}"
 
 
+def _param_default(t: Type, name: str, v):
+    """A Param's default as a number of its type; PipelineError if it is not one."""
+    import math
+
+    import numpy as np
+    if t.is_float():
+        v = float(v)
+        with np.errstate(over="ignore"):
+            narrowed = np.float64(v).astype(t.dtype)
+        if math.isfinite(v) and not np.isfinite(narrowed):
+            raise PipelineError(f"Param {name}: default {v!r} is out of the range of {t}")
+        return v
+    if isinstance(v, float) and not v.is_integer():       # also inf and nan
+        raise PipelineError(f"Param {name}: default {v!r} is not an integer, but {name} is {t}")
+    v = int(v)
+    if not t.is_bool() and not t.can_represent(v):
+        raise PipelineError(f"Param {name}: default {v} does not fit in {t}")
+    return v
+
+
 class Param(Expr):
     """A scalar parameter given at realize() time: ``Param(ts.float32, "k", 1.0)``.
 
@@ -194,7 +214,7 @@ class Param(Expr):
                     default = default.item()
                 else:
                     raise PipelineError(f"Param {name}: default must be a number, got {default!r}")
-            default = float(default) if type.is_float() else int(default)
+            default = _param_default(type, name, default)
         return Expr.__new__(cls, type, name, default)
 
 

@@ -47,6 +47,11 @@ class ImageParam:
 
     __call__ = lambda self, *args: self[args]  # noqa: E731
 
+    def __setitem__(self, args, value) -> None:
+        raise PipelineError(f"input {self.name} is an ImageParam: its values come from the "
+                            "array passed to realize() and cannot be defined; define a Func "
+                            "that reads it instead")
+
     def extent(self, dim: int) -> E.BufferExtent:
         if not 0 <= dim < self.dims:
             raise PipelineError(f"input {self.name} has {self.dims} dimensions; no dimension {dim}")

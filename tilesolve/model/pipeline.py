@@ -30,7 +30,11 @@ class Pipeline:
     def __init__(self, outputs):
         if isinstance(outputs, Func):
             outputs = [outputs]
-        outputs = list(outputs)
+        try:
+            outputs = list(outputs)
+        except TypeError:
+            raise PipelineError(f"Pipeline needs a Func or a list of Funcs (the outputs), got "
+                                f"{type(outputs).__name__} {outputs!r}") from None
         if not outputs:
             raise PipelineError("a Pipeline needs at least one output Func")
         for o in outputs:

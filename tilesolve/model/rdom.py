@@ -1,5 +1,9 @@
 """Reduction domains: ``r = ts.RDom((0, W), (0, H)); r.x, r.y``.
 
+Forms: ``RDom(min, extent)``, ``RDom((min, extent), ...)``, ``RDom([(min, extent), ...])``,
+each with an optional name, by keyword (``name="r"``) or last positional argument as in
+Halide (``RDom([(0, W), (0, H)], "r")``).
+
 Bounds are ``(min, extent)`` pairs and may be Exprs of Params and input
 extents.  ``r.where(pred)`` restricts the domain (points where ``pred`` is
 false are skipped).  An update definition iterates its RDom in lexicographic
@@ -18,6 +22,13 @@ class RDom:
     __slots__ = ("name", "mins", "extents", "predicates", "__weakref__")
 
     def __init__(self, *ranges, name: str | None = None):
+        if ranges and isinstance(ranges[-1], str):    # Halide's RDom(region, "name")
+            if name is not None:
+                raise PipelineError(f"RDom: the name is given twice ({ranges[-1]!r} and "
+                                    f"name={name!r})")
+            name, ranges = ranges[-1], ranges[:-1]
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise PipelineError(f"RDom: the name must be a non-empty string, got {name!r}")
         if len(ranges) == 2 and not any(isinstance(r, (tuple, list)) for r in ranges):
             ranges = (tuple(ranges),)          # RDom(min, extent)
         elif len(ranges) == 1 and isinstance(ranges[0], list):

@@ -13,7 +13,7 @@ from dataclasses import replace
 from ..errors import ScheduleError
 from . import expr as E
 from . import schedule_stage as S
-from .schedule_types import MEMORY_KINDS, Bound, Directive, LoopLevel, implicit_inner_name
+from .schedule_types import MEMORY_KINDS, TAIL_STRATEGIES, Bound, Directive, LoopLevel, implicit_inner_name
 
 
 def _var(v) -> str:
@@ -120,6 +120,9 @@ class StageHandle:
     def _split_mark(self, method, var, factor, tail, kind, mark_inner):
         v = _var(var)
         args = [("var", v)]
+        if tail not in TAIL_STRATEGIES:       # checked here too: without a factor no split does
+            raise ScheduleError(f"{self._facts.where}: {method}({v}): tail must be one of "
+                                f"{TAIL_STRATEGIES}, got {tail!r}")
 
         def fn(fa, st):
             if factor is None:

@@ -58,16 +58,123 @@ def directive_to_dict(d: Directive) -> dict:
             "kwargs": [[k, list(v)] for k, v in d.kwargs]}
 
 
-def directive_from_dict(d: dict) -> Directive:
-    return Directive(d["func"], d["stage"], d["method"], tuple(tuple(a) for a in d["args"]),
-                     tuple((k, tuple(v)) for k, v in d["kwargs"]))
+def directive_from_dict(d, index: int = 0) -> Directive:
+    """A Directive from its JSON form, checked against ``DIRECTIVES`` (see ``check_directive``)."""
+    where = f"schedule JSON: directive {index}"
+    if not isinstance(d, dict):
+        raise ScheduleError(f"{where}: expected an object with fields {', '.join(_FIELDS)}, "
+                            f"got {d!r}")
+    missing = [k for k in _FIELDS if k not in d]
+    if missing:
+        raise ScheduleError(f"{where}: field {missing[0]!r} is missing (a directive has the "
+                            f"fields {', '.join(_FIELDS)})")
+    extra = sorted(str(k) for k in d if k not in _FIELDS)
+    if extra:
+        raise ScheduleError(f"{where}: unknown field {extra[0]!r} (a directive has the fields "
+                            f"{', '.join(_FIELDS)})")
+    func, stage, method = d["func"], d["stage"], d["method"]
+    if not isinstance(func, str) or not func:
+        raise ScheduleError(f"{where}: field 'func' must be a Func name, got {func!r}")
+    where = f"schedule JSON: directive {index} on Func {func}"
+    if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
+        raise ScheduleError(f"{where}: field 'stage' must be an int >= 0 (0: the pure stage, "
+                            f"i + 1: update i), got {stage!r}")
+    if not isinstance(method, str) or method not in DIRECTIVES:
+        raise ScheduleError(f"{where}: {method!r} is not a schedule directive; the directives "
+                            f"are {', '.join(DIRECTIVES)}")
+    where = f"schedule JSON: directive {index} ({method} on Func {func})"
+    args, kwargs = d["args"], d["kwargs"]
+    if not isinstance(args, list) or not all(_is_pair(a) for a in args):
+        raise ScheduleError(f"{where}: field 'args' must be a list of [kind, value] pairs, "
+                            f"got {args!r}")
+    if not isinstance(kwargs, list) or not all(_is_pair(k) and isinstance(k[0], str)
+                                               and _is_pair(k[1]) for k in kwargs):
+        raise ScheduleError(f"{where}: field 'kwargs' must be a list of [name, [kind, value]] "
+                            f"entries, got {kwargs!r}")
+    out = Directive(func, stage, method, tuple(tuple(a) for a in args),
+                    tuple((k, tuple(v)) for k, v in kwargs))
+    check_directive(out, where)
+    return out
+
+
+# The public directives replay may call: method -> (stage-0 only, the argument kind
+# patterns it accepts (a "var*" entry: any number of loop names), keyword names).
+_TAIL = ("tail",)
+DIRECTIVES = {
+    "split": (False, [("var", "var", "var", "int")], _TAIL),
+    "tile": (False, [("var",) * 6 + ("int", "int"), ("var",) * 4 + ("int", "int")], _TAIL),
+    "reorder": (False, ["var*"], ()),
+    "fuse": (False, [("var", "var", "var")], ()),
+    "vectorize": (False, [("var",), ("var", "int")], _TAIL),
+    "unroll": (False, [("var",), ("var", "int")], _TAIL),
+    "parallel": (False, [("var",), ("var", "int")], _TAIL),
+    "serial": (False, [("var",)], ()),
+    "gpu_blocks": (False, [("var",), ("var",) * 2, ("var",) * 3], ()),
+    "gpu_threads": (False, [("var",), ("var",) * 2, ("var",) * 3], ()),
+    "gpu_tile": (False, [("var",) * 3 + ("int",), ("var",) * 6 + ("int", "int")], _TAIL),
+    "compute_inline": (True, [()], ()),
+    "compute_root": (True, [()], ()),
+    "compute_at": (True, [("func", "var")], ()),
+    "store_at": (True, [("func", "var")], ()),
+    "store_root": (True, [()], ()),
+    "store_in": (True, [("str",)], ()),
+    "bound": (True, [("var", "int", "int")], ()),
+}
+_FIELDS = ("func", "stage", "method", "args", "kwargs")
+_KINDS = ("var", "func", "int", "str")
+
+
+def _is_pair(v) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) == 2
+
+
+def _describe(pattern) -> str:
+    return "any number of loop names" if pattern == "var*" else f"({', '.join(pattern)})"
+
+
+def check_directive(d: Directive, where: str | None = None) -> None:
+    """``ScheduleError`` unless ``d`` calls a public directive with arguments of the
+    right count and kinds (``(kind, value)``: "var"/"func"/"str" a non-empty string,
+    "int" an int) and only the keywords that directive takes."""
+    where = where or f"directive {d.method} on Func {d.func}"
+    spec = DIRECTIVES.get(d.method) if isinstance(d.method, str) else None
+    if spec is None:
+        raise ScheduleError(f"{where}: {d.method!r} is not a schedule directive; the directives "
+                            f"are {', '.join(DIRECTIVES)}")
+    stage0, patterns, keywords = spec
+    if stage0 and d.stage != 0:
+        raise ScheduleError(f"{where}: {d.method} applies to a Func's pure stage (stage 0), "
+                            f"not to stage {d.stage}")
+    for i, (kind, value) in enumerate(d.args):
+        _check_value(kind, value, f"{where}: argument {i}")
+    kinds = tuple(k for k, _ in d.args)
+    if not any(p == "var*" and all(k == "var" for k in kinds) or p == kinds for p in patterns):
+        raise ScheduleError(f"{where}: arguments of kinds ({', '.join(kinds)}) do not match "
+                            f"{d.method}; it takes {' or '.join(_describe(p) for p in patterns)}")
+    for name, (kind, value) in d.kwargs:
+        if name not in keywords:
+            takes = f"only {', '.join(keywords)}" if keywords else "none"
+            raise ScheduleError(f"{where}: unknown keyword {name!r}; {d.method} takes {takes}")
+        _check_value(kind, value, f"{where}: keyword {name}")
+        if kind != "str":
+            raise ScheduleError(f"{where}: keyword {name} must be a \"str\" value, got {kind!r}")
+
+
+def _check_value(kind, value, where: str) -> None:
+    if kind not in _KINDS:
+        raise ScheduleError(f"{where}: unknown kind {kind!r}; expected one of {', '.join(_KINDS)}")
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScheduleError(f"{where}: expected an int, got {value!r}")
+    elif not isinstance(value, str) or not value:
+        raise ScheduleError(f"{where}: a {kind} must be a non-empty string, got {value!r}")
 
 
 def to_json(s) -> str:
     doc = {
         "format": FORMAT, "version": VERSION,
         "outputs": list(s.pipeline.output_names), "target": s.target,
-        "provenance": s.provenance,
+        "provenance": _plain(s.provenance),
         "directives": [directive_to_dict(d) for d in s.directives],
         "funcs": {n: func_schedule_to_dict(fs) for n, fs in s.func_schedules().items()},
     }
@@ -77,6 +184,11 @@ def to_json(s) -> str:
         bad = [k for k, v in s.provenance.items() if not _jsonable(v)]
         raise ScheduleError(f"schedule provenance is not JSON-able (key {bad[0] if bad else '?'}): "
                             f"{e}") from None
+
+
+def _plain(prov):
+    """Provenance as plain data: a solver's typed provenance gives its dict form."""
+    return prov.to_dict() if hasattr(prov, "to_dict") else prov
 
 
 def _dump(v) -> str:
@@ -106,38 +218,63 @@ def _jsonable(v) -> bool:
         return False
 
 
-def replay(s, directives) -> None:
-    """Apply recorded directives to Schedule ``s`` in order."""
-    for d in directives:
-        h = s[d.func] if d.stage == 0 else s[d.func].update(d.stage - 1)
-        args = [v for _, v in d.args]
-        kwargs = {k: v for k, (_, v) in d.kwargs}
-        getattr(h, d.method)(*args, **kwargs)
+def replay(s, directives, prefix: str = "") -> None:
+    """Apply recorded directives to Schedule ``s`` in order; only the public directives
+    (``DIRECTIVES``) are called, and a failure names the directive."""
+    for i, d in enumerate(directives):
+        where = f"{prefix}directive {i} ({d.method} on Func {d.func})"
+        check_directive(d, where)
+        try:
+            h = s[d.func] if d.stage == 0 else s[d.func].update(d.stage - 1)
+            args = [v for _, v in d.args]
+            kwargs = {k: v for k, (_, v) in d.kwargs}
+            getattr(h, d.method)(*args, **kwargs)
+        except ScheduleError as e:
+            raise ScheduleError(f"{where}: {e}") from None
 
 
 def from_json(text: str, pipeline):
     from .schedule import Schedule
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise ScheduleError(f"schedule JSON must be a string, got {type(text).__name__}")
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ScheduleError(f"schedule JSON does not parse: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ScheduleError(f"not a tilesolve schedule (expected \"format\": \"{FORMAT}\")")
     if doc.get("version") != VERSION:
         raise ScheduleError(f"schedule JSON version {doc.get('version')!r}; this tilesolve "
                             f"reads version {VERSION}")
+    for key, typ, what in (("outputs", list, "a list of output names"),
+                           ("provenance", dict, "an object"),
+                           ("directives", list, "a list of directives"),
+                           ("funcs", dict, "an object mapping Func names to schedules"),
+                           ("target", str, "a string")):
+        if key in doc and not isinstance(doc[key], typ):
+            raise ScheduleError(f"schedule JSON: field {key!r} must be {what}, got {doc[key]!r}")
     outs = tuple(doc.get("outputs", ()))
     if outs != pipeline.output_names:
         raise ScheduleError(f"the schedule is for outputs {list(outs)} but the pipeline's "
                             f"outputs are {list(pipeline.output_names)}")
     s = Schedule(pipeline, doc.get("target", "cpu"))
     s.provenance = doc.get("provenance", {})
-    replay(s, [directive_from_dict(d) for d in doc.get("directives", [])])
+    directives = [directive_from_dict(d, i) for i, d in enumerate(doc.get("directives", []))]
+    replay(s, directives, "schedule JSON: ")
     stored = doc.get("funcs")
     if stored is not None:
         for name, fs in s.func_schedules().items():
-            if name not in stored or func_schedule_from_dict(stored[name]) != fs:
+            try:
+                same = name in stored and func_schedule_from_dict(stored[name]) == fs
+            except (KeyError, TypeError, AttributeError, ValueError) as e:
+                raise ScheduleError(f"schedule JSON: Func {name}: the stored schedule is "
+                                    f"malformed ({type(e).__name__}: {e})") from None
+            if not same:
                 raise ScheduleError(
                     f"Func {name}: the stored schedule differs from the one its directives "
                     "build (was the JSON edited, or written for a different algorithm?)")
+        extra = sorted(set(stored) - set(s.func_schedules()))
+        if extra:
+            raise ScheduleError(f"schedule JSON: field 'funcs' names {extra[0]!r}, which is not "
+                                f"a Func of this pipeline")
     return s

@@ -1,6 +1,7 @@
 """Generic traversal and rewriting of expressions (memoized on node identity)."""
 from __future__ import annotations
 
+from types import GeneratorType
 from typing import Callable, Iterator
 
 from . import expr as E
@@ -19,26 +20,91 @@ def mutate(e: E.Expr, fn: Callable[[E.Expr], E.Expr | None], memo: dict | None =
 
     ``fn`` is tried on each node before its children; when it returns None the
     children are rewritten and the node rebuilt (shared if nothing changed).
+    Iterative (an explicit stack), so the depth of ``e`` is not limited by
+    Python's recursion limit.
     """
     if memo is None:
         memo = {}
-    key = id(e)
-    hit = memo.get(key)
+    hit = memo.get(id(e))
     if hit is not None:
         return hit
-    r = fn(e)
-    if r is None:
+    # (node, expanded): a node is expanded once fn declined it; it is rebuilt
+    # when popped again, after all its children are in memo.  In a DAG a node
+    # popped unexpanded is either already in memo or not yet started.
+    stack = [(e, False)]
+    while stack:
+        n, expanded = stack.pop()
+        key = id(n)
+        if key in memo:
+            continue
+        if not expanded:
+            r = fn(n)
+            if r is not None:
+                memo[key] = r
+                continue
+            stack.append((n, True))
+            stack.extend((c, False) for c in _rewritten_children(n) if id(c) not in memo)
+            continue
         new_fields = []
-        for f in e._fields:
-            v = getattr(e, f)
+        for f in n._fields:
+            v = getattr(n, f)
             if isinstance(v, E.Expr):
-                v = mutate(v, fn, memo)
+                v = memo[id(v)]
             elif isinstance(v, tuple) and v and isinstance(v[0], E.Expr):
-                v = tuple(mutate(x, fn, memo) for x in v)
+                v = tuple(memo[id(x)] for x in v)
             new_fields.append(v)
-        r = rebuild(e, tuple(new_fields))
-    memo[key] = r
-    return r
+        memo[key] = rebuild(n, tuple(new_fields))
+    return memo[id(e)]
+
+
+def _rewritten_children(e: E.Expr) -> Iterator[E.Expr]:
+    """The children ``mutate`` rewrites: Expr fields and tuples of Exprs."""
+    for f in e._fields:
+        v = getattr(e, f)
+        if isinstance(v, E.Expr):
+            yield v
+        elif isinstance(v, tuple) and v and isinstance(v[0], E.Expr):
+            yield from v
+
+
+def trampoline(root, step: Callable):
+    """Run a recursive computation over a tree without Python recursion.
+
+    ``step(node)`` returns either the node's result, or a generator that yields
+    child nodes and receives each child's result back (``r = yield child``);
+    the generator's return value is the node's result.  An exception raised in
+    a child is thrown into its parent's generator, so ``with``/``finally``
+    blocks around a ``yield`` unwind as they would in recursive code.  Every
+    pass over deep statements (let chains, nested realizations) uses this, so
+    no pass meets the recursion limit however deep the program is.
+    """
+    first = step(root)
+    if not isinstance(first, GeneratorType):
+        return first
+    stack, send, exc = [first], None, None
+    while True:
+        gen = stack[-1]
+        try:
+            child = gen.send(send) if exc is None else gen.throw(exc)
+        except StopIteration as stop:
+            stack.pop()
+            if not stack:
+                return stop.value
+            send, exc = stop.value, None
+            continue
+        except BaseException as err:  # noqa: BLE001 - re-raised into the parent
+            stack.pop()
+            if not stack:
+                raise
+            send, exc = None, err
+            continue
+        exc = None
+        r = step(child)
+        if isinstance(r, GeneratorType):
+            stack.append(r)
+            send = None
+        else:
+            send = r
 
 
 def children(e: E.Expr) -> Iterator[E.Expr]:

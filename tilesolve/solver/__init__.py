@@ -7,10 +7,13 @@ Methods (all share ``Problem`` preprocessing and ``CostModel``):
   for CBC), warm-started with greedy, under ``time_limit``;
 * ``"beam"``: beam search over groupings (Adams 2019 / Anderson 2021), never
   worse than greedy, under ``time_limit``;
-* ``"auto"``: the best available: ``"ilp"`` when OR-tools imports, else greedy.
+* ``"auto"``: ILP (when OR-tools imports) and beam within ``time_limit``
+  together (the ILP gets up to 60% of it), returning the answer with the
+  lower predicted cost; ``provenance.candidates`` records both.
 
-The returned Schedule's ``provenance`` records the method, predicted cost,
-solve time and any fallback taken; it prints as the code a user would write.
+The returned Schedule's ``provenance`` is a typed ``solver.provenance.Provenance``
+(method, predicted cost, solve time, any fallback taken, each group's cost
+split); the Schedule prints as the code a user would write.
 Same inputs give the same schedule.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 from ..errors import SolverError
 from .cost import CostModel
 from .problem import Problem
+from .provenance import Provenance
 from .schedule_gen import schedule_from_columns
 
 METHODS = ("auto", "greedy", "ilp", "beam")
@@ -33,12 +37,54 @@ def available_methods() -> list[str]:
         out.append("ilp")
     except ImportError:
         pass
-    return out
+    return out + ["auto"]
 
 
 def _resolve_spec(hw_spec):
     from ..specs import load_spec
     return load_spec(hw_spec)
+
+
+def method_options(method: str) -> tuple:
+    """The keyword options ``method`` takes (``"auto"``: the ILP's, its default)."""
+    import inspect
+    if method == "greedy":
+        return ()
+    if method == "beam":
+        from .beam import solve_beam as fn
+    else:
+        from .ilp import solve_ilp as fn
+    skip = ("model", "time_limit", "seed")
+    return tuple(n for n, p in inspect.signature(fn).parameters.items()
+                 if n not in skip and p.kind is p.POSITIONAL_OR_KEYWORD)
+
+
+def _check_arguments(pipeline, estimates, method, time_limit, seed, options) -> None:
+    """``SolverError`` naming the argument for anything ``solve_schedule`` cannot use."""
+    from ..model.func import Func
+    from ..model.pipeline import Pipeline
+    if not isinstance(pipeline, Pipeline):
+        hint = " (wrap it: ts.Pipeline(f))" if isinstance(pipeline, Func) else ""
+        raise SolverError(f"solve_schedule: the first argument must be a Pipeline, got "
+                          f"{type(pipeline).__name__}{hint}")
+    if not isinstance(method, str) or method not in METHODS:
+        raise SolverError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    if estimates is not None and not isinstance(estimates, dict):
+        raise SolverError(f"solve_schedule: estimates must be a dict mapping output and input "
+                          f"names to sizes (innermost first), e.g. {{'out': [1920, 1080]}}; "
+                          f"got {type(estimates).__name__} {estimates!r}")
+    if (isinstance(time_limit, bool) or not isinstance(time_limit, (int, float))
+            or not time_limit > 0):
+        raise SolverError(f"solve_schedule: time_limit must be a positive number of seconds, "
+                          f"got {time_limit!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise SolverError(f"solve_schedule: seed must be an int, got {seed!r}")
+    valid = method_options(method)
+    unknown = sorted(k for k in options if k not in valid)
+    if unknown:
+        takes = f"its options are {', '.join(valid)}" if valid else "it takes no options"
+        raise SolverError(f"solve_schedule: unknown {method} option {unknown[0]!r} (method="
+                          f"{method!r}); {takes}")
 
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
@@ -48,29 +94,55 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
     sizes (innermost first); input sizes are inferred from the outputs where
     possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
     ``memory_budget_bytes=...`` for the ILP)."""
-    if method not in METHODS:
-        raise SolverError(f"unknown method {method!r}; expected one of {', '.join(METHODS)}")
+    _check_arguments(pipeline, estimates, method, time_limit, seed, options)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
     problem = Problem(pipeline, spec, estimates)
     model = CostModel(problem)
     if method == "auto":
-        method = "ilp" if "ilp" in available_methods() else "greedy"
-    if method == "greedy":
+        columns, prov = _solve_auto(model, time_limit, seed, t0, **options)
+    elif method == "greedy":
         from .greedy import greedy_groups
         res = greedy_groups(model)
-        prov = {"method": "greedy", "predicted_cost": res.total, "merges": res.merges,
-                "columns_evaluated": res.evaluations}
+        prov = Provenance("greedy", res.total, greedy_cost=res.total,
+                          merges=res.merges, cost_evaluations=res.evaluations)
         columns = res.columns
     elif method == "beam":
         from .beam import solve_beam
         columns, prov = solve_beam(model, time_limit=time_limit, seed=seed, **options)
     else:
         from .ilp import solve_ilp
-        columns, prov = solve_ilp(model, time_limit=time_limit, seed=seed, **options)
-    prov["solve_time"] = round(time.perf_counter() - t0, 4)
-    prov["spec"] = spec.name
+        try:
+            columns, prov = solve_ilp(model, time_limit=time_limit, seed=seed, **options)
+        except ImportError as e:       # OR-tools (cpsat), PuLP or HiGHS is not installed
+            raise SolverError(f"method 'ilp' (solver {options.get('solver', 'cpsat')!r}) needs "
+                              f"the package {e.name or e}, which does not import: {e}; install "
+                              "it, or use method='greedy' or 'beam'") from None
+    prov = prov.replace(solve_time=round(time.perf_counter() - t0, 4), spec=spec.name)
     return schedule_from_columns(problem, columns, prov)
+
+
+def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
+    """ILP (when OR-tools imports) and beam on one CostModel, within ``time_limit``
+    together; the cheaper answer in model cost wins (ties: ILP), both recorded."""
+    from .beam import solve_beam
+    from .provenance import Candidate
+    runs = []
+    if "ilp" in available_methods():
+        from .ilp import solve_ilp
+        t = time.perf_counter()
+        cols, prov = solve_ilp(model, time_limit=0.6 * time_limit, seed=seed, **options)
+        runs.append(("ilp", cols, prov, time.perf_counter() - t))
+    left = max(0.05 * time_limit, time_limit - (time.perf_counter() - t0))
+    t = time.perf_counter()
+    cols, prov = solve_beam(model, time_limit=left, seed=seed)
+    runs.append(("beam", cols, prov, time.perf_counter() - t))
+    best = min(range(len(runs)), key=lambda i: (runs[i][2].predicted_cost, i))
+    cands = tuple(Candidate(m, p.predicted_cost, round(dt, 4), p.status, i == best)
+                  for i, (m, _, p, dt) in enumerate(runs))
+    _, cols, prov, _ = runs[best]
+    return cols, prov.replace(method="auto", candidates=cands,
+                              cost_evaluations=model.evaluations)
 
 
 __all__ = ["solve_schedule", "available_methods", "Problem", "CostModel", "METHODS"]

@@ -1,18 +1,31 @@
 """The one cost model every solver uses (greedy, ILP, beam).
 
-``CostModel(problem).cost(group, tiling) -> Cost`` is memoized per column.
-CPU specs follow Mullapudi 2016 (Listings 1-2); GPU specs follow Sioutas 2020
-(Listing 1).  Each term is a small named function below whose docstring says
-where it comes from.  Units: CPU costs are in arithmetic operations (a load
-from memory costs ``spec.load_cost`` of them); GPU costs are in cycles per
-active thread.
+``CostModel(problem).cost(group, tiling) -> Cost`` prices one column;
+``costs(group)`` prices every tiling of the group's menu at once (numpy over
+the menu, from ``analysis.footprint.MenuFacts``, whose facts are shared
+between groups that differ by a member), and is what the solvers use:
+``best(group)``, ``cheapest(group, n)``, ``feasible(group)``.
+
+CPU specs follow Mullapudi 2016 (Listings 1-2) plus the terms of
+``cost_terms.py`` (vector lanes, parallel waves, L1 and register pressure,
+reduction loops); GPU specs follow Sioutas 2020 (Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
+docstring says where it comes from.  Units: CPU costs are in arithmetic
+operations (a load from memory costs ``spec.load_cost`` of them); GPU costs
+are in cycles per active thread.
 """
 from __future__ import annotations
 
 import math
 
-from ..analysis.footprint import box_size, interior_tile, tile_facts
+import numpy as np
+
+from ..analysis.footprint import MenuFacts, box_extents
+from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
+                       occupancy, registers_estimate)
+from .cost_terms import (L2_WORD_OPS, intermediate_words, l1_miss_fraction, tile_tasks,
+                         tile_terms, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
+from .tilings import candidate_tilings
 
 # Loads of intermediates inside a group hit in cache; they still cost about one
 # operation each (Mullapudi charges them nothing; we charge the issue slot).
@@ -22,11 +35,9 @@ CACHED_LOAD_OPS = 1.0
 # term; without it, tilings that differ only in tile count tie, and a solver
 # may pick thousands of one-row tiles.  (About a few hundred cycles.)
 TILE_OVERHEAD_OPS = 200.0
-# Registers per thread assumed before code exists (Sioutas 2020 estimate floor).
-DEFAULT_REGISTERS_PER_THREAD = 32
 
 
-def words(points: int, bytes_per_point: int) -> float:
+def words(points, bytes_per_point: int):
     """Memory traffic in 4-byte words (uint8 traffic costs a quarter of float32)."""
     return points * bytes_per_point / 4.0
 
@@ -40,25 +51,26 @@ def num_tiles(region, sizes) -> int:
     return n
 
 
-def arith_per_tile(problem, facts) -> float:
-    """Arithmetic of one tile over all members, recompute included
-    (Mullapudi's arith_cost(merged, tile_cbounds))."""
+def arith_per_tile(problem, gf):
+    """Arithmetic of one tile over all members and their update stages,
+    recompute included (Mullapudi's arith_cost(merged, tile_cbounds)), per tiling."""
     total = 0.0
-    for m, pts in facts.member_points.items():
-        costs = problem.point_costs[m]
-        ops, loads = costs[0]
-        total += pts * (ops + CACHED_LOAD_OPS * loads)
-        upd = facts.member_update_points.get(m, 0)
-        if upd and len(costs) > 1:
-            per = sum(o + CACHED_LOAD_OPS * l_ for o, l_ in costs[1:]) / (len(costs) - 1)
-            total += upd * per
+    for m, pts in gf.member_points.items():
+        (ops, loads), updates = problem.stage_info[m]
+        total = total + pts * (ops + CACHED_LOAD_OPS * loads)
+        box = gf.member_regions[m]
+        for u in updates:
+            pts_u = float(u.rdom_points)
+            for d in u.pure_dims:
+                pts_u = pts_u * box_extents(box)[d]
+            total = total + pts_u * (u.ops + CACHED_LOAD_OPS * u.loads)
     return total
 
 
-def input_words_per_tile(problem, facts) -> float:
+def input_words_per_tile(problem, gf):
     """Words read from outside the group for one tile (Mullapudi's
     group_tile_loads: each input element of the tile's footprint loaded once)."""
-    return sum(words(box_size(b), problem.bytes_per_point(n)) for n, b in facts.input_regions.items())
+    return sum(words(pts, problem.bytes_per_point(n)) for n, pts in gf.input_points.items())
 
 
 def untiled_reduction_loads(problem, group) -> float:
@@ -72,92 +84,65 @@ def untiled_reduction_loads(problem, group) -> float:
     return total
 
 
-def footprint_bytes(problem, group, facts) -> int:
+def footprint_bytes(problem, group, gf):
     """Bytes live per tile: member intermediates plus the inputs read
-    (Mullapudi's group_tile_footprint)."""
-    b = 0
-    for m, box in facts.member_regions.items():
+    (Mullapudi's group_tile_footprint), per tiling."""
+    b = 0.0
+    for m, pts in gf.member_points.items():
         if m != group.output:
-            b += box_size(box) * problem.bytes_per_point(m)
-    for n, box in facts.input_regions.items():
-        b += box_size(box) * problem.bytes_per_point(n)
+            b = b + pts * problem.bytes_per_point(m)
+    for n, pts in gf.input_points.items():
+        b = b + pts * problem.bytes_per_point(n)
     return b
 
 
-def recompute_ratio(problem, facts, n_tiles) -> float:
-    """Points computed over points needed, across members (1.0 = no redundancy)."""
-    done = sum(facts.member_points.values()) * n_tiles
-    need = sum(problem.region_points(m) for m in facts.member_points)
-    return done / need if need else 1.0
+class _Menu:
+    """A group output's tiling menu and the facts shared by its groups."""
+
+    def __init__(self, problem, output: str, tilings):
+        self.tilings = list(tilings)
+        self.index = {t: i for i, t in enumerate(self.tilings)}
+        self.names = [str(t) for t in self.tilings]
+        self.facts = MenuFacts(problem, output, [t.sizes for t in self.tilings])
+        region = problem.regions[output]
+        self.n_tiles = np.array([float(num_tiles(region, t.sizes)) for t in self.tilings])
+        self.untiled = np.array([t.is_untiled() for t in self.tilings], dtype=bool)
+        self.max_tiles = np.array([float(num_tiles(region, tuple(1 if s is not None else None
+                                                                 for s in t.sizes)))
+                                   for t in self.tilings])
 
 
-# ---------------------------------------------------------------------------
-# GPU terms (Sioutas 2020, Listing 1)
-# ---------------------------------------------------------------------------
-def threads_per_block(group, facts, sizes) -> tuple[int, tuple]:
-    """Thread block: the output tile's extents in the tiled dims, grown to the
-    largest member region in each of those dims (Listing 1, lines 9-25)."""
-    dims = [i for i, t in enumerate(sizes) if t is not None]
-    block = []
-    for i in dims:
-        ext = max(box[i][1] - box[i][0] + 1 for box in facts.member_regions.values() if len(box) > i)
-        block.append(ext)
-    return math.prod(block) if block else 1, tuple(block)
+class GroupCosts:
+    """The costs of one group over a menu of tilings (arrays), and the Cost of each."""
 
+    def __init__(self, menu, totals, make):
+        self.tilings = menu.tilings
+        self._names = menu.names
+        self.totals = totals                  # float array, inf where infeasible
+        self.feasible = np.isfinite(totals)
+        self._make = make                     # index -> Cost
+        self._costs: dict = {}
 
-def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
-    """CUDA occupancy calculator: (active warps / max warps per SM, blocks per SM).
+    def cost(self, i: int) -> Cost:
+        c = self._costs.get(i)
+        if c is None:
+            c = self._costs[i] = self._make(i)
+        return c
 
-    Blocks per SM are limited by threads, max blocks, shared memory and
-    registers (allocated per warp in units of ``register_allocation_unit``)."""
-    warp = spec.warp_size
-    warps = math.ceil(threads / warp)
-    if threads <= 0 or threads > spec.max_threads_per_block:
-        return 0.0, 0
-    max_warps = spec.max_threads_per_sm // warp
-    lim_threads = max_warps // warps
-    lim_blocks = spec.max_blocks_per_sm
-    lim_smem = spec.shared_mem_per_sm_bytes // shared_bytes if shared_bytes > 0 else lim_blocks
-    unit = spec.register_allocation_unit or 256
-    regs_per_warp = math.ceil(regs_per_thread * warp / unit) * unit
-    lim_regs = spec.registers_per_sm // (regs_per_warp * warps) if regs_per_warp else lim_blocks
-    blocks = max(0, min(lim_threads, lim_blocks, lim_smem, lim_regs))
-    return blocks * warps / max_warps, blocks
+    def best(self):
+        """The cheapest feasible (Tiling, Cost), first in menu order among ties
+        within 1e-9 (greedy's rule), or None."""
+        best = None
+        for i in np.flatnonzero(self.feasible):
+            if best is None or self.totals[i] < self.totals[best] - 1e-9:
+                best = i
+        return None if best is None else (self.tilings[best], self.cost(int(best)))
 
-
-def registers_estimate(spec, threads: int) -> int:
-    """Sioutas 2020: N_regs <= min(MAX_REGS_PER_THREAD, TOTAL_REGS_PER_SM / N_threads),
-    with a floor of DEFAULT_REGISTERS_PER_THREAD."""
-    return max(1, min(spec.max_registers_per_thread, max(DEFAULT_REGISTERS_PER_THREAD // 2,
-               min(DEFAULT_REGISTERS_PER_THREAD, spec.registers_per_sm // max(threads, 1)))))
-
-
-def coalescing_factor(problem, facts, sizes) -> float:
-    """Consecutive words a warp loads in one transaction from outside inputs
-    (Listing 1, lines 3-4), capped at 32 (a 128-byte transaction of words)."""
-    if not sizes or sizes[0] is None:
-        return 1.0
-    return float(max(1, min(sizes[0], 32)))
-
-
-def max_blocks(region, sizes, warp: int) -> int:
-    """The most blocks any legal tiling of ``region`` can have: one warp of
-    threads per block along the innermost tiled dimension (so a small Func,
-    such as a 256-entry LUT, is not required to fill every SM)."""
-    tiled = [i for i, t in enumerate(sizes) if t is not None]
-    n = 1
-    for k, i in enumerate(tiled):
-        ext = region[i][1] - region[i][0] + 1
-        n *= math.ceil(ext / warp) if k == 0 else ext
-    return n
-
-
-def gpu_balance(spec) -> float:
-    """Cost of one word of global memory in arithmetic operations: the
-    machine balance (peak lane-ops per second over words per second)."""
-    ops_per_s = spec.sm_count * 128 * spec.clock_ghz * 1e9
-    words_per_s = spec.memory_bandwidth_gbs * 1e9 / 4
-    return ops_per_s / words_per_s
+    def cheapest(self, n: int) -> list:
+        """Up to ``n`` feasible (Tiling, Cost), cheapest first (ties by text)."""
+        idx = sorted(np.flatnonzero(self.feasible),
+                     key=lambda i: (float(self.totals[i]), self._names[i]))
+        return [(self.tilings[i], self.cost(int(i))) for i in idx[:n]]
 
 
 class CostModel:
@@ -166,89 +151,99 @@ class CostModel:
     def __init__(self, problem):
         self.problem = problem
         self.spec = problem.spec
-        self._memo: dict = {}
-        self.evaluations = 0
+        self._menus: dict = {}
+        self._groups: dict = {}
+        self._off_menu: dict = {}
+        self.evaluations = 0        # columns costed
 
-    def cost(self, group: Group, tiling: Tiling) -> Cost:
-        key = (group, tiling)
-        hit = self._memo.get(key)
+    # -- the solvers' interface ------------------------------------------------------
+    def menu(self, output: str) -> _Menu:
+        m = self._menus.get(output)
+        if m is None:
+            tilings = candidate_tilings(self.problem, Group.singleton(output))
+            m = self._menus[output] = _Menu(self.problem, output, tilings)
+        return m
+
+    def costs(self, group: Group) -> GroupCosts:
+        """Every tiling of the group's menu (``solver.tilings``), costed."""
+        hit = self._groups.get(group)
         if hit is None:
-            self.evaluations += 1
-            hit = self._gpu(group, tiling) if self.spec.is_gpu else self._cpu(group, tiling)
-            self._memo[key] = hit
+            hit = self._groups[group] = self._price(group, self.menu(group.output))
         return hit
 
-    # -- CPU: Mullapudi 2016 -------------------------------------------------------
-    def _cpu(self, group, tiling) -> Cost:
-        p, spec = self.problem, self.spec
-        region = p.regions[group.output]
-        sizes = tiling.sizes
-        n = num_tiles(region, sizes)
-        facts = tile_facts(p, group, interior_tile(region, sizes))
-        arith = n * arith_per_tile(p, facts)
-        load_cost = spec.load_cost
-        out_words = words(p.region_points(group.output), p.bytes_per_point(group.output))
-        fp = footprint_bytes(p, group, facts)
-        if tiling.is_untiled():
-            in_words = input_words_per_tile(p, facts) + untiled_reduction_loads(p, group)
-            loads = load_cost * in_words
-            stores = load_cost * out_words
-            # untiled groups are legal only as singletons (nothing to fuse into)
-            ok, why = (len(group.members) == 1), "an untiled group cannot hold producers"
-        else:
-            loads = load_cost * n * input_words_per_tile(p, facts)
-            stores = load_cost * out_words
-            reasons = []
-            if fp > spec.tile_cache_bytes:
-                reasons.append(f"footprint {fp} B > cache for tiles {spec.tile_cache_bytes} B")
-            max_tiles = num_tiles(region, tuple(1 if t is not None else None for t in sizes))
-            need = min(spec.parallelism_threshold, max_tiles)
-            if n < need:
-                reasons.append(f"{n} tiles < parallelism threshold {need}")
-            ok, why = not reasons, "; ".join(reasons)
-        overhead = TILE_OVERHEAD_OPS * n * len(group.members)
-        total = arith + loads + stores + overhead if ok else math.inf
-        return Cost(total, arith, loads, stores, overhead, ok, why, n, fp,
-                    recompute_ratio(p, facts, n))
+    def cost(self, group: Group, tiling: Tiling) -> Cost:
+        menu = self.menu(group.output)
+        i = menu.index.get(tiling)
+        if i is not None:
+            return self.costs(group).cost(i)
+        key = (group, tiling)
+        hit = self._off_menu.get(key)
+        if hit is None:
+            one = _Menu(self.problem, group.output, [tiling])
+            hit = self._off_menu[key] = self._price(group, one).cost(0)
+        return hit
 
-    # -- GPU: Sioutas 2020 -----------------------------------------------------------
-    def _gpu(self, group, tiling) -> Cost:
+    def best(self, group: Group):
+        return self.costs(group).best()
+
+    def cheapest(self, group: Group, n: int) -> list:
+        return self.costs(group).cheapest(n)
+
+    def feasible(self, group: Group) -> bool:
+        return bool(self.costs(group).feasible.any())
+
+    # -- pricing ---------------------------------------------------------------------
+    def _price(self, group: Group, menu: _Menu) -> GroupCosts:
+        p = self.problem
+        gf = menu.facts.group(group.members)
+        k = len(menu.tilings)
+        self.evaluations += k
+        in_words_pt = np.broadcast_to(input_words_per_tile(p, gf), (k,))
+        if self.spec.is_gpu:
+            arith_pt = np.broadcast_to(arith_per_tile(p, gf), (k,))
+            costs = gpu_costs(self, group, gf, menu.tilings, menu.n_tiles, arith_pt, in_words_pt)
+            return GroupCosts(menu, np.array([c.total for c in costs]), costs.__getitem__)
+        return self._cpu(group, menu, gf, in_words_pt)
+
+    def _cpu(self, group, menu, gf, in_words_pt) -> GroupCosts:
         p, spec = self.problem, self.spec
-        region = p.regions[group.output]
-        sizes = tiling.sizes
-        if tiling.is_untiled():
-            return Cost(math.inf, feasible=False, reason="a GPU kernel needs a tiling (thread block)")
-        n = num_tiles(region, sizes)
-        facts = tile_facts(p, group, interior_tile(region, sizes))
-        threads, block = threads_per_block(group, facts, sizes)
-        out_threads = math.prod(t for t in sizes if t is not None)
-        shared = sum(box_size(b) * p.bytes_per_point(m)
-                     for m, b in facts.member_regions.items() if m != group.output)
-        regs = registers_estimate(spec, threads)
-        occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
-        active_sms = min(spec.sm_count, n)
-        active_threads = max(1, min(n, blocks_per_sm * spec.sm_count) * threads)
-        gpu = {"threads": threads, "block": block, "shared_bytes": shared, "registers": regs,
-               "occupancy": occ, "blocks_per_sm": blocks_per_sm, "active_sms": active_sms,
-               "blocks": n}
-        why = ""
-        if threads > spec.max_threads_per_block:
-            why = f"{threads} threads per block > {spec.max_threads_per_block}"
-        elif out_threads % spec.warp_size:
-            why = f"{out_threads} output threads per block is not a multiple of the warp size {spec.warp_size}"
-        elif shared > spec.shared_mem_per_block_bytes:
-            why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
-        elif occ < spec.occupancy_threshold:
-            why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
-        elif active_sms < min(spec.sm_count, max_blocks(region, sizes, spec.warp_size)):
-            why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
-        ok = not why
-        bal = gpu_balance(spec)
-        arith = n * arith_per_tile(p, facts)
-        loads = bal * n * input_words_per_tile(p, facts) / coalescing_factor(p, facts, sizes)
-        stores = bal * words(p.region_points(group.output), p.bytes_per_point(group.output))
-        scale = max(occ, 1e-9) * active_threads
-        overhead = (spec.launch_overhead_us or 0.0) * 1e-6 * spec.clock_ghz * 1e9
-        total = (arith + loads + stores) / scale + overhead if ok else math.inf
-        return Cost(total, arith / scale, loads / scale, stores / scale, overhead, ok, why, n,
-                    shared, recompute_ratio(p, facts, n), gpu)
+        k = len(menu.tilings)
+        n = menu.n_tiles
+        untiled = menu.untiled
+        load_cost = spec.load_cost
+        tt = tile_terms(p, group, gf, k, CACHED_LOAD_OPS)
+        arith, lanes, regs, red = n * tt.arith, n * tt.lanes, n * tt.registers, n * tt.reduction
+        out_words = words(p.region_points(group.output), p.bytes_per_point(group.output))
+        fp = np.broadcast_to(footprint_bytes(p, group, gf), (k,))
+        l1 = n * L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
+        red_loads = untiled_reduction_loads(p, group)
+        loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt)
+        stores = np.full(k, load_cost * out_words)
+        in_tasks = arith + lanes + regs + red + l1 - n * tt.root_updates
+        imbalance = wave_imbalance(tile_tasks(p, group, menu), workers(spec))
+        parallel = in_tasks * (imbalance - 1.0) + n * tt.root_update_imbalance
+        over_cache = ~untiled & (fp > spec.tile_cache_bytes)
+        need = np.minimum(float(spec.parallelism_threshold), menu.max_tiles)
+        few_tiles = ~untiled & (n < need)
+        holds = untiled & (len(group.members) != 1)
+        ok = ~(over_cache | few_tiles | holds)
+        overhead = TILE_OVERHEAD_OPS * n * len(group.members)
+        totals = np.where(ok, arith + lanes + regs + red + l1 + loads + stores + parallel + overhead,
+                          math.inf)
+        done = sum(gf.member_points.values()) * n
+        need_pts = sum(p.region_points(m) for m in gf.member_points)
+
+        def make(i: int) -> Cost:
+            reasons = []
+            if holds[i]:
+                reasons.append("an untiled group cannot hold producers")
+            if over_cache[i]:
+                reasons.append(f"footprint {int(fp[i])} B > cache for tiles {spec.tile_cache_bytes} B")
+            if few_tiles[i]:
+                reasons.append(f"{int(n[i])} tiles < parallelism threshold {int(need[i])}")
+            return Cost(float(totals[i]), float(arith[i]), float(loads[i]), float(stores[i]),
+                        float(overhead[i]), bool(ok[i]), "; ".join(reasons), int(n[i]), int(fp[i]),
+                        float(done[i]) / need_pts if need_pts else 1.0, None,
+                        float(lanes[i]), float(parallel[i]), float(l1[i]), float(regs[i]),
+                        float(red[i]))
+        return GroupCosts(menu, totals, make)

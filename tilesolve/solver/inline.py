@@ -1,16 +1,26 @@
 """Which Funcs to inline before grouping (Mullapudi 2016 §4.3, simplified).
 
-A Func is inlined into all of its consumers, or into none.  We inline a Func
-``f`` when that adds no redundant work, or only a trivial amount:
+A Func is inlined into all of its consumers, or into none.  Funcs are decided
+consumers first, so when ``f`` is decided we know which of its consumers are
+themselves inlined.  We inline ``f`` when it is not an output, has no update
+definitions, is read by pure definitions only (not as an update's
+data-dependent site), and one of:
 
-* ``f`` is not an output, has no update definitions, and is read by pure
-  definitions only (not as an update's data-dependent site); and
-* either every consumer reads ``f`` at one site per consumer point through an
-  *injective* index (each argument is ``v``, ``v + c`` or ``k*v + c`` of a
-  distinct consumer Var, so no point of ``f`` is computed twice), or ``f`` is
-  trivial: at most ``TRIVIAL_OPS`` arithmetic operations per point (boundary
-  conditions, casts, small pointwise maps), where recomputing is cheaper than
-  a store and a load.
+* it is data movement: one load plus at most ``DATA_MOVEMENT_OPS`` of index
+  arithmetic (a boundary condition, a crop, a transpose);
+* it is trivial: at most ``TRIVIAL_OPS`` arithmetic operations per point
+  (casts, small pointwise maps), where recomputing is cheaper than a store
+  and a load;
+* every consumer reads it through an *injective* index (each argument is
+  ``v``, ``v + c`` or ``k*v + c`` of a distinct consumer Var) and inlining
+  costs no more than computing it once (``inlining_pays``).  Inlining a
+  stencil multiplies its work by the consumer's footprint: what counts is
+  the number of distinct points of ``f`` read per point of each *final*
+  consumer (``_Sites``), composed through inlined consumers.  A pointwise
+  consumer that is itself inlined into a 3x3 stencil reads ``f`` at 9
+  points, so ``f`` is evaluated 9 times per output point (harris: the Sobel
+  derivatives ``Ix``/``Iy`` behind the products inlined into the 3x3 sums
+  must be computed once per point, not nine times).
 
 A Func read through a data-dependent index (a lookup table) is never inlined:
 it is usually small and read many times.
@@ -82,34 +92,153 @@ def _all_call_sites(pipeline: Pipeline) -> dict:
     return out
 
 
+def _form(a, pure: list):
+    """An index argument as a linear form (var, k, c) over the consumer's pure
+    Vars (var None: a constant), or None when it is not one."""
+    from ..analysis.fastbounds import _linear
+    lin = _linear(a)
+    if lin is None or (lin[0] is not None and lin[0] not in pure):
+        return None
+    return lin
+
+
+class _Sites:
+    """Distinct points of a Func read per point of each *final* consumer (a
+    consumer that is not inlined), through chains of inlined consumers.
+
+    A site is a tuple of per-dimension linear forms ``(var, k, c)`` over the
+    final consumer's pure Vars; a non-linear index is a token naming the index
+    node and the path composed onto it (two tokens are equal only for the same
+    node along the same path, which may count one point twice: conservative)."""
+
+    def __init__(self, pipeline: Pipeline, all_sites: dict):
+        self.pipeline = pipeline
+        self.direct: dict = {}          # f -> {consumer: set of sites}
+        self.final: dict = {}           # inlined f -> {final consumer: set of sites}
+        for callee, sites in all_sites.items():
+            per: dict = {}
+            for cname, _i, call, _is_site in sites:
+                pure = [v.name for v in pipeline.funcs[cname].pure.args]
+                per.setdefault(cname, set()).add(self._site(call.args, pure))
+            self.direct[callee] = per
+
+    def _site(self, args, pure) -> tuple:
+        out = []
+        for a in args:
+            f = _form(a, pure)
+            out.append(f if f is not None else ("?", id(a)))
+        return tuple(out)
+
+    def _compose(self, site, outer, cvars) -> tuple:
+        """``site`` (over the consumer's Vars ``cvars``) with the consumer's Vars
+        replaced by the forms of ``outer`` (a site of the consumer)."""
+        out = []
+        for form in site:
+            if form[0] == "?":
+                out.append(("?", (form, outer)))
+                continue
+            var, k, c = form
+            if var is None:
+                out.append((None, 0, c))
+                continue
+            o = outer[cvars.index(var)]
+            if o[0] == "?":
+                out.append(("?", (form, o)))
+                continue
+            ov, ok, oc = o
+            out.append((ov, k * ok, k * oc + c) if ov is not None else (None, 0, k * oc + c))
+        return tuple(out)
+
+    def in_finals(self, name: str, inlined) -> dict:
+        out: dict = {}
+        for c, sites in self.direct.get(name, {}).items():
+            if c not in inlined:
+                out.setdefault(c, set()).update(sites)
+                continue
+            cvars = [v.name for v in self.pipeline.funcs[c].pure.args]
+            for d, outer_sites in self.final[c].items():
+                for o in outer_sites:
+                    for s_ in sites:
+                        out.setdefault(d, set()).add(self._compose(s_, o, cvars))
+        return out
+
+
+def _points(regions, name) -> int:
+    n = 1
+    for lo, hi in regions.get(name, ()):
+        n *= max(0, hi - lo + 1)
+    return n
+
+
+def site_evaluations(finals: dict, regions: dict, pure: dict) -> float:
+    """How many times the inlined Func is evaluated: per final consumer ``d``
+    and distinct site, once per iteration of the loops the site depends on and
+    those outside them (``pure[d]``: d's Vars, innermost first); a compiler
+    hoists a site out of the inner loops it does not depend on (a site in
+    ``t`` alone is evaluated once per ``t``).  A non-linear index is taken to
+    depend on every loop."""
+    total = 0.0
+    for d, sites in finals.items():
+        ext = [max(0, hi - lo + 1) for lo, hi in regions.get(d, ())]
+        names = pure.get(d, [])
+        for site in sites:
+            used = set()
+            for form in site:
+                if form[0] == "?":
+                    used.add(0)
+                elif form[0] is not None:
+                    used.add(names.index(form[0]) if form[0] in names else 0)
+            n = 1
+            for e in (ext[min(used):] if used else ()):
+                n *= e
+            total += n
+    return float(total)
+
+
+def inlining_pays(work: float, points: int, evals: float) -> tuple[bool, float]:
+    """Whether inlining a Func is no more work than computing it once.
+
+    ``work``: operations per point of the Func (loads of its own inputs
+    counted as cached loads); ``evals``: its evaluations once inlined
+    (``site_evaluations``).  Computed at root (or per tile) instead, it is
+    evaluated ``points`` times, stored once and loaded ``evals`` times.
+    Returns (pays, evals / points)."""
+    factor = evals / points if points else 1.0
+    return evals * work <= points * (work + 1.0) + evals, factor
+
+
 def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
+    """The Funcs to inline, decided consumers first (see the module docstring)."""
     inlined = set()
     all_sites = _all_call_sites(pipeline)
-    for name in pipeline.order():
+    sites = _Sites(pipeline, all_sites)
+    pure = {n: [v.name for v in f.pure.args] for n, f in pipeline.funcs.items()}
+    for name in reversed(pipeline.order()):
         f: Func = pipeline.funcs[name]
         if pipeline.is_output(name) or f.updates:
             continue
-        sites = all_sites.get(name, [])
-        if not sites:
+        direct = all_sites.get(name, [])
+        if not direct:
             continue
-        if any(is_site for _, _, _, is_site in sites):
+        if any(is_site for _, _, _, is_site in direct):
             continue
         ops = _variant_ops(f.pure.value)
         n_calls = sum(1 for n in walk(f.pure.value) if isinstance(n, E.Call))
+        ok = False
         if n_calls == 1 and ops <= DATA_MOVEMENT_OPS:
-            inlined.add(name)
-            continue
-        if any(not _injective(call.args) for _, _, call, _ in sites):
+            ok = True
+        elif any(not _injective(call.args) for _, _, call, _ in direct):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
             data_dep = any(any(isinstance(n, E.Call) for a in call.args for n in walk(a))
-                           for _, _, call, _ in sites)
-            if data_dep or ops > TRIVIAL_OPS:
-                continue
+                           for _, _, call, _ in direct)
+            ok = not data_dep and ops <= TRIVIAL_OPS
+        elif ops <= TRIVIAL_OPS:
+            ok = True
+        else:
+            finals = sites.in_finals(name, inlined)
+            evals = site_evaluations(finals, regions, pure)
+            ok = inlining_pays(ops + n_calls, _points(regions, name), evals)[0]
+        if ok:
             inlined.add(name)
-            continue
-        per_consumer: dict = {}
-        for cname, i, call, _ in sites:
-            per_consumer.setdefault((cname, i), set()).add(call)
-        if all(len(s) == 1 for s in per_consumer.values()) or ops <= TRIVIAL_OPS:
-            inlined.add(name)
+            sites.final[name] = sites.in_finals(name, inlined)
     return frozenset(inlined)

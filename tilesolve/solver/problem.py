@@ -12,7 +12,11 @@ solver:
 """
 from __future__ import annotations
 
+import numbers
+from dataclasses import dataclass
 from functools import cached_property
+
+import numpy as np
 
 from ..analysis.costs import expr_cost
 from ..analysis.intervals import required_regions
@@ -20,7 +24,8 @@ from ..errors import BoundsError, SolverError
 from ..model import expr as E
 from ..model.func import Definition, Func
 from ..model.pipeline import Pipeline
-from ..model.visit import mutate, walk
+from ..model.inline import Inliner
+from ..model.visit import walk
 from .inline import choose_inlined
 
 
@@ -54,6 +59,9 @@ class Problem:
         self.regions = {n: _box_bounds(b) for n, b in regions.items()}
         self.inlined: frozenset = choose_inlined(pipeline, self.regions) if inline else frozenset()
         self.funcs: tuple = tuple(n for n in pipeline.order() if n not in self.inlined)
+        self._outputs = frozenset(pipeline.output_names)
+        self._bpp: dict = {}
+        self._points: dict = {}
 
     # -- scopes for the interval analysis -----------------------------------------
     @cached_property
@@ -100,20 +108,12 @@ class Problem:
         args = tuple(self.inline_expr(a) for a in d.args)
         return Definition(args, self.inline_expr(d.value), d.rdom)
 
-    def inline_expr(self, e: E.Expr) -> E.Expr:
-        inl = self.inlined
-        if not inl:
-            return e
+    @cached_property
+    def _inliner(self) -> Inliner:
+        return Inliner({n: self.func(n) for n in self.inlined})
 
-        def fn(n):
-            if isinstance(n, E.Call) and isinstance(n.target, Func) and n.target.name in inl:
-                f = n.target
-                body = self.inline_expr(f.pure.value)
-                args = tuple(mutate(a, fn) for a in n.args)
-                mapping = {id(v): a for v, a in zip(f.pure.args, args)}
-                return mutate(body, lambda m: mapping.get(id(m)) if isinstance(m, E.Var) else None)
-            return None
-        return mutate(e, fn)
+    def inline_expr(self, e: E.Expr) -> E.Expr:
+        return self._inliner.expr(e)
 
     @cached_property
     def point_costs(self) -> dict:
@@ -129,6 +129,35 @@ class Problem:
                         ops, loads = ops + o, loads + l_
                 costs.append((ops, loads))
             out[n] = costs
+        return out
+
+    @cached_property
+    def stage_info(self) -> dict:
+        """Func -> (pure ``(ops, loads)``, [UpdateInfo per update definition]):
+        what the cost model's lane, register and reduction terms need."""
+        from ..analysis.footprint import rdom_scope
+        from .register_block import block_info
+        out = {}
+        for n, defs in self.definitions.items():
+            pure = [v.name for v in self.func(n).pure.args]
+            ups = []
+            for d, (ops, loads) in zip(defs[1:], self.point_costs[n][1:]):
+                rs = rdom_scope(self, d)
+                rpts = 1
+                for iv in rs.values():
+                    rpts *= iv.hi - iv.lo + 1
+                dims = [pure.index(a.name) for a in d.args
+                        if isinstance(a, E.Var) and a.name in pure]
+                inner = rs[d.rdom[0].name] if d.rdom is not None else None
+                selfs = {id(c): c for e in (d.value,) + tuple(d.args) for c in walk(e)
+                         if isinstance(c, E.Call) and c.target.name == n}
+                in_place = all(tuple(c.args) == tuple(d.args) for c in selfs.values())
+                ups.append(UpdateInfo(ops, loads, rpts, tuple(dims), dims[0] if dims else None,
+                                      dims[-1] if len(dims) > 1 else None,
+                                      inner.hi - inner.lo + 1 if inner is not None else 1,
+                                      block_info(self.func(n), d, pure), len(selfs),
+                                      in_place, d.rdom is not None))
+            out[n] = (self.point_costs[n][0], tuple(ups))
         return out
 
     @cached_property
@@ -181,21 +210,46 @@ class Problem:
         return not self.is_output(name) and name not in self.read_by_updates
 
     def is_output(self, name: str) -> bool:
-        return self.pipeline.is_output(name)
+        return name in self._outputs
 
     def bytes_per_point(self, name: str) -> int:
-        if name in self.pipeline.images:
-            return self.pipeline.images[name].type.bytes
-        return self.func(name).type.bytes
+        hit = self._bpp.get(name)
+        if hit is None:
+            if name in self.pipeline.images:
+                hit = self.pipeline.images[name].type.bytes
+            else:
+                hit = self.func(name).type.bytes
+            self._bpp[name] = hit
+        return hit
 
     def region_points(self, name: str) -> int:
-        p = 1
-        for lo, hi in self.regions[name]:
-            p *= max(0, hi - lo + 1)
-        return p
+        hit = self._points.get(name)
+        if hit is None:
+            hit = 1
+            for lo, hi in self.regions[name]:
+                hit *= max(0, hi - lo + 1)
+            self._points[name] = hit
+        return hit
 
     def has_updates(self, name: str) -> bool:
         return bool(self.func(name).updates)
+
+
+@dataclass(frozen=True)
+class UpdateInfo:
+    """One update definition of a Func, as the cost model sees it."""
+
+    ops: int                # arithmetic per update point
+    loads: int              # loads per update point (the accumulator's own included)
+    rdom_points: int        # points of its RDom
+    pure_dims: tuple        # the Func's pure dimensions the update's args are Vars of
+    vector_dim: int | None  # the dimension schedule_gen vectorizes (first pure Var arg)
+    parallel_dim: int | None  # the one it runs in parallel at root (last, if >= 2)
+    inner_extent: int       # extent of the innermost RDom loop (1 without an RDom)
+    block: object = None    # register_block.BlockInfo when the update can be register-blocked
+    self_loads: int = 0     # distinct reads of the Func itself (the accumulator)
+    in_place: bool = False  # it reads itself only at the point it writes
+    has_rdom: bool = False
 
 
 def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
@@ -205,10 +259,12 @@ def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
         if k not in pipeline.funcs and k not in pipeline.images:
             raise SolverError(f"estimate for unknown name {k!r}; outputs: "
                               f"{list(pipeline.output_names)}, inputs: {list(pipeline.images)}")
-        try:
-            sizes = [int(s) for s in v]
-        except TypeError:
-            raise SolverError(f"estimate for {k!r} must be a list of sizes, got {v!r}") from None
+        if not isinstance(v, (list, tuple, np.ndarray)) or not all(
+                isinstance(s, numbers.Integral) and not isinstance(s, bool)
+                or isinstance(s, float) and s.is_integer() for s in v):
+            raise SolverError(f"estimate for {k!r} must be a list of int sizes (innermost "
+                              f"first), got {v!r}")
+        sizes = [int(s) for s in v]
         if any(s <= 0 for s in sizes):
             raise SolverError(f"estimate for {k!r} has a non-positive size: {sizes}")
         dims = (pipeline.images[k].dims if k in pipeline.images else pipeline.funcs[k].dimensions())

@@ -45,10 +45,21 @@ def _vectorize_inner(problem, h, name, var, extent) -> None:
         _try(h.vectorize, var, lanes)
 
 
-def _schedule_updates(problem, s, name, root: bool) -> None:
+def _schedule_updates(problem, s, name, root: bool, extents=None) -> None:
+    """Update stages: register-blocked where the cost model blocks them
+    (``register_block``; ``extents``: the region the updates run over, per
+    dimension: the member's per-tile region, or the whole region at root),
+    else the innermost pure dimension vectorized and, at root, the outermost
+    parallel."""
     f = problem.func(name)
     region = problem.regions[name]
+    if extents is None:
+        extents = [hi - lo + 1 for lo, hi in region]
+    infos = problem.stage_info[name][1]
     for i, u in enumerate(f.updates):
+        if infos[i].block is not None and _block_update(problem, s, name, i, infos[i], root,
+                                                        extents):
+            continue
         pure = [a.name for a in u.args if hasattr(a, "name") and a.name in {v.name for v in f.pure.args}
                 and a.__class__.__name__ == "Var"]
         if not pure:
@@ -58,6 +69,27 @@ def _schedule_updates(problem, s, name, root: bool) -> None:
         _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
         if root and len(pure) > 1:
             _try(h.parallel, pure[-1])
+
+
+def _block_update(problem, s, name, i, info, root, extents) -> bool:
+    """Register-block update ``i`` as the cost model would; False if it would not."""
+    from .cost import CACHED_LOAD_OPS
+    from .cost_terms import block_choice, lane_utilization
+    from .register_block import emit
+    lanes = _lanes(problem, name)
+    blk = info.block
+    util = float(lane_utilization(extents[info.vector_dim], lanes))
+    e_y = extents[blk.y_dim] if blk.y_dim is not None else 1
+    _, nb, by, *_ = block_choice(problem.spec, info, lanes, util, extents[blk.x_dim], e_y,
+                                 CACHED_LOAD_OPS)
+    nb, by = int(nb), int(by)
+    if nb <= 0:
+        return False
+    trial = s.copy()
+    if not emit(trial[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try):
+        return False
+    emit(s[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try)
+    return True
 
 
 def _cpu_group(problem, s, group, tiling) -> None:
@@ -95,13 +127,20 @@ def _cpu_group(problem, s, group, tiling) -> None:
     _vectorize_inner(problem, h, out, inner_names[0] if tiled[0] == 0 else names[0],
                      tiling.sizes[0] if tiled[0] == 0 else region[0][1] - region[0][0] + 1)
     _schedule_updates(problem, s, out, True)
+    facts = None
     for m in sorted(group.producers()):
         hm = s[m]
         hm.compute_at(out, tile_var)
         mf = problem.func(m)
         mreg = problem.regions[m]
         _vectorize_inner(problem, hm, m, mf.pure.args[0].name, mreg[0][1] - mreg[0][0] + 1)
-        _schedule_updates(problem, s, m, False)
+        extents = None
+        if mf.updates:
+            if facts is None:
+                from ..analysis.footprint import MenuFacts, box_extents
+                facts = MenuFacts(problem, out, [tiling.sizes]).group(group.members)
+            extents = [float(e[0]) for e in box_extents(facts.member_regions[m])]
+        _schedule_updates(problem, s, m, False, extents)
 
 
 def _gpu_group(problem, s, group, tiling) -> None:
@@ -131,8 +170,11 @@ def _gpu_group(problem, s, group, tiling) -> None:
         _try(hm.gpu_threads, *[mn[i] for i in tiled if i < len(mn)])
 
 
-def schedule_from_columns(problem, columns, provenance: dict) -> Schedule:
-    """A Schedule computing each group as chosen; inlined Funcs stay inline."""
+def schedule_from_columns(problem, columns, provenance) -> Schedule:
+    """A Schedule computing each group as chosen; inlined Funcs stay inline.
+    Its ``provenance`` is ``provenance`` (a ``Provenance``) with the groups and
+    the inlined Funcs recorded."""
+    from .provenance import GroupRecord
     target = "cuda" if problem.spec.is_gpu else "cpu"
     s = Schedule(problem.pipeline, target=target)
     for group, tiling, _cost in columns:
@@ -140,15 +182,7 @@ def schedule_from_columns(problem, columns, provenance: dict) -> Schedule:
             _gpu_group(problem, s, group, tiling)
         else:
             _cpu_group(problem, s, group, tiling)
-    s.provenance.update(provenance)
-    s.provenance["groups"] = [
-        {"output": g.output, "members": sorted(g.members), "tiling": list(t.sizes),
-         "feasible": c.feasible, **({"infeasible_reason": c.reason} if not c.feasible else {}),
-         "cost": {"total": c.total, "arith": c.arith, "loads": c.loads, "stores": c.stores,
-                  "overhead": c.overhead, "n_tiles": c.n_tiles,
-                  "footprint_bytes": c.footprint_bytes, "recompute": c.recompute,
-                  **({"gpu": {k: (list(v) if isinstance(v, tuple) else v) for k, v in c.gpu.items()}}
-                     if c.gpu else {})}}
-        for g, t, c in columns]
-    s.provenance["inlined"] = sorted(problem.inlined)
+    groups = tuple(GroupRecord(g.output, tuple(sorted(g.members)), tuple(t.sizes), c)
+                   for g, t, c in columns)
+    s.provenance = provenance.replace(groups=groups, inlined=tuple(sorted(problem.inlined)))
     return s

@@ -13,7 +13,8 @@ A **column** is a (group, tiling) pair with its cost from ``solver.cost``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +53,29 @@ class Tiling:
 
 
 @dataclass(frozen=True)
+class GpuCost:
+    """The GPU side of a column's cost (Sioutas 2020): its thread block and occupancy."""
+
+    threads: int                # threads per block (grown to the largest member region)
+    block: tuple                # block extents in the tiled dimensions
+    shared_bytes: int           # shared memory per block (members other than the output)
+    registers: int              # registers per thread assumed
+    occupancy: float            # active warps / max warps per SM
+    blocks_per_sm: int
+    active_sms: int
+    blocks: int                 # blocks in the grid
+
+    def to_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["block"] = list(self.block)
+        return d
+
+    @staticmethod
+    def from_dict(d: dict) -> "GpuCost":
+        return GpuCost(**{**d, "block": tuple(d["block"])})
+
+
+@dataclass(frozen=True)
 class Cost:
     """The predicted cost of one column, split into its terms.
 
@@ -65,27 +89,76 @@ class Cost:
     arith: float = 0.0          # arithmetic, redundant recompute included
     loads: float = 0.0          # load_cost * words loaded from memory
     stores: float = 0.0         # load_cost * words stored to memory
-    overhead: float = 0.0       # kernel launches (GPU)
+    overhead: float = 0.0       # per-tile overhead (CPU) / kernel launches (GPU)
     feasible: bool = True
     reason: str = ""
     n_tiles: int = 1
     footprint_bytes: int = 0    # per tile: intermediates + inputs (CPU) / shared memory (GPU)
     recompute: float = 1.0      # points computed / points needed, over members
-    gpu: dict = field(default_factory=dict)   # threads, shared_bytes, occupancy, ...
+    gpu: GpuCost | None = None
+    # CPU terms beyond Mullapudi 2016 (``solver.cost_terms``), in the same unit:
+    lanes: float = 0.0          # vector lanes wasted (short inner extents, tails, scalar stages)
+    parallel: float = 0.0       # the last wave of tasks on the workers (serial stages: all of it)
+    l1: float = 0.0             # producers' buffers re-read from beyond L1
+    registers: float = 0.0      # spills of stages loading more values than vector registers
+    reduction: float = 0.0      # accumulator stores and RDom loop overhead of update stages
+
+    def terms(self) -> dict:
+        """The named terms whose sum is ``total`` (for a feasible column)."""
+        return {"arith": self.arith, "lanes": self.lanes, "registers": self.registers,
+                "reduction": self.reduction, "l1": self.l1, "loads": self.loads,
+                "stores": self.stores, "parallel": self.parallel, "overhead": self.overhead}
+
+    def to_dict(self) -> dict:
+        """Plain data (non-finite numbers become None: JSON has no infinity)."""
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "gpu":
+                if v is not None:
+                    out["gpu"] = v.to_dict()
+                continue
+            if f.name == "reason" and not v:
+                continue
+            out[f.name] = None if isinstance(v, float) and not math.isfinite(v) else v
+        return out
+
+    @staticmethod
+    def from_dict(d: dict) -> "Cost":
+        kw = {k: v for k, v in d.items() if k in _COST_FIELDS}
+        if kw.get("total", 0.0) is None:
+            kw["total"] = math.inf
+        if kw.get("gpu") is not None:
+            kw["gpu"] = GpuCost.from_dict(kw["gpu"])
+        return Cost(**kw)
+
+    def describe_lines(self) -> list:
+        """The cost split in words (``explain()`` prints these per group)."""
+        line = (f"cost {self.total:.6g} = arithmetic {self.arith:.6g} (recompute "
+                f"x{self.recompute:.3f}) + loads {self.loads:.6g} + stores {self.stores:.6g}")
+        if self.overhead:
+            line += f" + {'launch' if self.gpu is not None else 'tile overhead'} {self.overhead:.6g}"
+        for name in ("lanes", "registers", "reduction", "l1", "parallel"):
+            v = getattr(self, name)
+            if v:
+                line += f" + {name} {v:.6g}"
+        out = [line]
+        g = self.gpu
+        if g is not None:
+            out.append(f"gpu: {g.threads} threads per block ({'x'.join(str(b) for b in g.block)}),"
+                       f" shared {g.shared_bytes} B, occupancy {g.occupancy:.2f}, "
+                       f"{g.blocks_per_sm} blocks/SM, {g.active_sms} SMs busy")
+        else:
+            out.append(f"footprint per tile {self.footprint_bytes} B")
+        if not self.feasible:
+            out.append(f"INFEASIBLE: {self.reason}")
+        return out
 
     def describe(self) -> str:
-        s = (f"total {self.total:.4g} = arith {self.arith:.4g} + loads {self.loads:.4g}"
-             f" + stores {self.stores:.4g}")
-        if self.overhead:
-            s += f" + launch {self.overhead:.4g}"
-        s += f"; {self.n_tiles} tiles, footprint {self.footprint_bytes} B, recompute x{self.recompute:.3f}"
-        if self.gpu:
-            g = self.gpu
-            s += (f"; threads {g.get('threads')}, shared {g.get('shared_bytes')} B, "
-                  f"occupancy {g.get('occupancy', 0):.2f}")
-        if not self.feasible:
-            s += f"; INFEASIBLE: {self.reason}"
-        return s
+        return "; ".join(self.describe_lines())
+
+
+_COST_FIELDS = frozenset(f.name for f in fields(Cost))
 
 
 INFEASIBLE = float("inf")

@@ -14,14 +14,16 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from ..errors import SpecError
+from ..errors import SpecError, SpecWarning
 
 __all__ = ["Rule", "RULES", "KINDS", "fields_for_kind", "normalize"]
 
 KINDS = ("cpu", "gpu")
+MAX_CLOCK_GHZ = 10.0  # no machine runs faster; a larger value is a clock given in MHz
 _BAD = object()  # a checker's answer for "invalid"
 
 
@@ -72,7 +74,12 @@ def _kind(v: Any) -> Any:
 
 
 def _vector_bits(v: Any) -> Any:
-    return v if _is_int(v) and v > 0 and v % 64 == 0 else _BAD
+    # a power of two: vector widths (lanes = bits / element bits) must be powers of two
+    return v if _is_int(v) and 64 <= v <= 2048 and v & (v - 1) == 0 else _BAD
+
+
+def _clock(v: Any) -> Any:
+    return float(v) if _is_number(v) and 0 < v <= MAX_CLOCK_GHZ else _BAD
 
 
 def _capability(v: Any) -> Any:
@@ -92,11 +99,12 @@ RULES: Tuple[Rule, ...] = (
     Rule("name", "common", "a non-empty string", _text),
     Rule("kind", "common", "'cpu' or 'gpu'", _kind),
     Rule("description", "common", "a non-empty string", _text),
-    Rule("clock_ghz", "common", "a positive number (GHz)", _pos_number),
+    Rule("clock_ghz", "common", f"a positive number of GHz, at most {MAX_CLOCK_GHZ:g} "
+                                "(a clock in MHz?)", _clock),
     Rule("memory_bandwidth_gbs", "common", "a positive number (GB/s)", _pos_number),
     Rule("cores", "cpu", _POS, _pos_int),
     Rule("threads", "cpu", _POS, _pos_int),
-    Rule("vector_bits", "cpu", "a positive multiple of 64 (bits)", _vector_bits),
+    Rule("vector_bits", "cpu", "a power of two from 64 to 2048 (bits)", _vector_bits),
     Rule("caches", "cpu", "a non-empty list of cache levels", _caches),
     Rule("parallelism_threshold", "cpu", _POS, _pos_int),
     Rule("load_cost", "cpu", "a positive number", _pos_number),
@@ -136,7 +144,7 @@ def _fail(source: str, field: str, expected: str, value: Any) -> SpecError:
     return SpecError(f"{source}: field '{field}': expected {expected}, got {value!r}")
 
 
-def normalize(data: Any, source: str) -> Dict[str, Any]:
+def normalize(data: Any, source: str, *, warn: bool = True) -> Dict[str, Any]:
     """Validate ``data`` (a mapping) and return HardwareSpec keyword arguments.
 
     Checks, in order: the mapping itself, ``kind``, unknown fields, missing
@@ -164,7 +172,7 @@ def normalize(data: Any, source: str) -> Dict[str, Any]:
             raise _fail(source, name, rule.expected, data[name])
         out[name] = value
     if kind == "cpu":
-        out["caches"] = _check_caches(out["caches"], source)
+        out["caches"] = _check_caches(out["caches"], source, warn)
         _check_cpu(out, source)
     else:
         _check_gpu(out, source)
@@ -182,7 +190,7 @@ def _unknown(source: str, key: Any, kind: str, allowed: List[str]) -> SpecError:
                      f"fields {', '.join(allowed)}")
 
 
-def _check_caches(caches: Any, source: str) -> tuple:
+def _check_caches(caches: Any, source: str, warn: bool = True) -> tuple:
     """Check each cache level and return a tuple of CacheLevel."""
     from .spec import CacheLevel
 
@@ -211,6 +219,22 @@ def _check_caches(caches: Any, source: str) -> tuple:
             raise _fail(source, f"{where}.level",
                         f"a level above {levels[-1].level} (levels in increasing order)",
                         clean["level"])
+        if clean["line_bytes"] > clean["size_bytes"]:
+            raise _fail(source, f"{where}.line_bytes",
+                        f"at most the cache's size_bytes ({clean['size_bytes']})",
+                        clean["line_bytes"])
+        if levels and clean["size_bytes"] < levels[-1].size_bytes:
+            below = f"caches[{i - 1}].size_bytes ({levels[-1].size_bytes}, L{levels[-1].level})"
+            if levels[-1].level == 1:    # no machine has a data L1 larger than its L2
+                raise _fail(source, f"{where}.size_bytes", f"at least {below}",
+                            clean["size_bytes"])
+            # exclusive (victim) outer caches can be smaller than the level below
+            if warn:
+                warnings.warn(SpecWarning(
+                    f"{source}: field '{where}.size_bytes': L{clean['level']} "
+                    f"({clean['size_bytes']} bytes) is smaller than {below}; fine for an "
+                    "exclusive cache, otherwise check the sizes (a shared cache's size_bytes "
+                    "is its total)"), stacklevel=4)
         levels.append(CacheLevel(**clean))
     return tuple(levels)
 

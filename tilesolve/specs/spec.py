@@ -89,7 +89,7 @@ class HardwareSpec:
         """
         from .schema import normalize
 
-        clean = normalize(data, source)
+        clean = normalize(data, source, warn=False)     # the constructor warns
         return cls(**clean, source=source)
 
     def to_dict(self) -> dict:

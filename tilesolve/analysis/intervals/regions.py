@@ -186,6 +186,15 @@ def _check_box(consumer: str, call: E.Call, box: Box, scope: dict, verb: str = "
                     f"on the extent of input {x.image} in dimension {x.dim}; that extent is not "
                     f"known: pass input_sizes={{'{x.image}': [...]}}")
         if iv.lo is None or iv.hi is None or iv.lo <= -INDEX_LIMIT - 1 or iv.hi >= INDEX_LIMIT:
+            data = any(isinstance(x, E.Call) for x in walk(arg))
+            if is_num(iv.lo) and is_num(iv.hi) and not data:
+                # bounded by the sizes (no data-dependent part), but past int32
+                end = iv.hi if iv.hi >= INDEX_LIMIT else iv.lo
+                raise BoundsError(
+                    f"Func {consumer} {verb} {call.name} in dimension {d} at the index {arg}, "
+                    f"which reaches {end} (it spans {iv}): the sizes (or Param values) are too "
+                    f"large; coordinates are int32 and indices must lie in "
+                    f"[{-INDEX_LIMIT}, {INDEX_LIMIT - 1}]")
             raise BoundsError(
                 f"Func {consumer} {verb} {call.name} in dimension {d} at the index {arg}, which "
                 f"has no usable bound (it spans {iv}); bound it, e.g. with "

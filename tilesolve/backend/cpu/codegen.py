@@ -49,6 +49,7 @@ computed it; a value that reads memory only within one statement.
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
@@ -57,6 +58,7 @@ from llvmlite import ir
 from ...errors import LoweringError
 from ...lower import ir as L
 from ...model import expr as E
+from ...model.visit import trampoline
 from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, is_varying, llvm_type, mem_type
 from .codegen_memory import Buffer, MemoryEmitter
 from .codegen_vector import free_names, split_at_barriers, vectorize_blocker
@@ -201,15 +203,16 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         self.load_memo = {}
 
     # -- scopes ------------------------------------------------------------------------
-    def _scoped(self, name, value, emit):
-        """Run ``emit()`` with ``name`` bound to ``value`` and a fresh cache scope."""
+    @contextlib.contextmanager
+    def _scoped(self, name, value):
+        """``name`` bound to ``value``, with a fresh cache scope."""
         shadow = name in self.env
         old = self.env.get(name)
         self.env[name] = value
         saved = self.cache
         self.cache = [{}] if shadow else saved + [{}]
         try:
-            emit()
+            yield
         finally:
             self.cache = saved
             if shadow:
@@ -217,75 +220,93 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             else:
                 del self.env[name]
 
-    def _nested(self, emit):
+    @contextlib.contextmanager
+    def _nested(self):
         saved = self.cache
         self.cache = saved + [{}]
         try:
-            emit()
+            yield
         finally:
             self.cache = saved
 
     # -- statements --------------------------------------------------------------------
     def emit_stmt(self, s: L.Stmt) -> None:
-        self.stmt_cache = {}            # values that read memory live for one statement
-        if isinstance(s, L.Block):
-            for x in s.stmts:
-                self.emit_stmt(x)
-        elif isinstance(s, L.For):
-            self._for(s)
-        elif isinstance(s, L.Store):
-            self.emit_store(s)
-        elif isinstance(s, L.LetStmt):
-            value = self.emit(s.value)
-            self._scoped(s.name, value, lambda: self.emit_stmt(s.body))
-        elif isinstance(s, L.IfThenElse):
-            self._if(s)
-        elif isinstance(s, L.Allocate):
-            self.emit_allocate(s, lambda: self._nested(lambda: self.emit_stmt(s.body)))
-        elif isinstance(s, L.ProducerConsumer):
-            self.emit_stmt(s.body)
-        elif isinstance(s, L.Barrier):
-            pass
-        else:
-            raise LoweringError(f"codegen: unknown statement {type(s).__name__}")
+        """Emit ``s``.  Each compound statement is a generator that yields its children
+        (``_stmt_step``), driven by one loop: no recursion per nested statement."""
+        trampoline(s, self._stmt_step)
 
-    def _if(self, s: L.IfThenElse) -> None:
+    def _stmt_step(self, s: L.Stmt):
+        self.stmt_cache = {}            # values that read memory live for one statement
+        if isinstance(s, L.Store):
+            return self.emit_store(s)
+        if isinstance(s, L.Barrier):
+            return None
+        if isinstance(s, L.Block):
+            return self._block(s)
+        if isinstance(s, L.For):
+            return self._for(s)
+        if isinstance(s, L.LetStmt):
+            return self._let_stmt(s)
+        if isinstance(s, L.IfThenElse):
+            return self._if(s)
+        if isinstance(s, L.Allocate):
+            return self._allocate(s)
+        if isinstance(s, L.ProducerConsumer):
+            return self._block(L.Block((s.body,)))
+        raise LoweringError(f"codegen: unknown statement {type(s).__name__}")
+
+    def _block(self, s: L.Block):
+        for x in s.stmts:
+            yield x
+
+    def _let_stmt(self, s: L.LetStmt):
+        value = self.emit(s.value)
+        with self._scoped(s.name, value):
+            yield s.body
+
+    def _allocate(self, s: L.Allocate):
+        with self.allocation(s), self._nested():
+            yield s.body
+
+    def _if(self, s: L.IfThenElse):
         cond = self.emit(s.cond)
         if is_varying(cond):
-            return self._masked_if(s, self.vec(cond))
+            yield from self._masked_if(s, self.vec(cond))
+            return
         b = self.b
         if s.else_case is None:
-            with b.if_then(cond):
-                self._nested(lambda: self.emit_stmt(s.then_case))
+            with b.if_then(cond), self._nested():
+                yield s.then_case
         else:
             with b.if_else(cond) as (then, otherwise):
-                with then:
-                    self._nested(lambda: self.emit_stmt(s.then_case))
-                with otherwise:
-                    self._nested(lambda: self.emit_stmt(s.else_case))
+                with then, self._nested():
+                    yield s.then_case
+                with otherwise, self._nested():
+                    yield s.else_case
 
-    def _masked_if(self, s: L.IfThenElse, cond) -> None:
+    def _masked_if(self, s: L.IfThenElse, cond):
         """An IfThenElse whose condition varies across the lanes: each branch runs with
         the lanes where it holds as the mask (and only if there is one)."""
         outer, b = self.mask, self.b
         then_mask = cond if outer is None else b.and_(outer, cond)
-        self._under_mask(then_mask, s.then_case)
+        yield from self._under_mask(then_mask, s.then_case)
         if s.else_case is not None:
             not_cond = b.xor(cond, self.const(cond.type, 1))
-            self._under_mask(not_cond if outer is None else b.and_(outer, not_cond),
-                             s.else_case)
+            yield from self._under_mask(not_cond if outer is None else b.and_(outer, not_cond),
+                                        s.else_case)
 
-    def _under_mask(self, mask, stmt) -> None:
+    def _under_mask(self, mask, stmt):
         b, outer = self.b, self.mask
         bits = b.bitcast(mask, ir.IntType(self.lanes))
         with b.if_then(b.icmp_unsigned("!=", bits, ir.Constant(bits.type, 0))):
             self.mask = mask
             try:
-                self._nested(lambda: self.emit_stmt(stmt))
+                with self._nested():
+                    yield stmt
             finally:
                 self.mask = outer
 
-    def _for(self, s: L.For) -> None:
+    def _for(self, s: L.For):
         kind = s.kind
         if kind == "vectorized":
             reason = None
@@ -311,21 +332,23 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         elif kind == "gpu_thread":
             pieces = split_at_barriers(s.body)
             if pieces is not None:
-                for p in pieces:
-                    self._serial_for(L.For(s.name, s.min, s.extent, "serial", p))
-                return None
-        self._serial_for(s)
+                return self._block(L.Block(tuple(L.For(s.name, s.min, s.extent, "serial", p)
+                                                 for p in pieces)))
+        return self._serial_for(s)
 
-    def _serial_for(self, s: L.For) -> None:
+    def _serial_for(self, s: L.For):
         mn, ext = self.scalar(s.min), self.scalar(s.extent)
         # a vectorized loop we could not vectorize ourselves is left to LLVM's vectorizer
-        self.counted_loop(s.name, mn, ext, lambda i: self._scoped(
-            s.name, i, lambda: self.emit_stmt(s.body)), auto_vectorize=s.kind == "vectorized")
+        with self.counted_loop(s.name, mn, ext, auto_vectorize=s.kind == "vectorized") as i, \
+                self._scoped(s.name, i):
+            yield s.body
 
-    def counted_loop(self, name, mn, ext, body, auto_vectorize=False) -> None:
-        """``for i in [mn, mn + ext): body(i)`` as a rotated loop with a phi.  LLVM's loop
-        vectorizer is told to leave it alone unless ``auto_vectorize``: the schedule
-        decides what is vectorized (and compile times halve)."""
+    @contextlib.contextmanager
+    def counted_loop(self, name, mn, ext, auto_vectorize=False):
+        """``for i in [mn, mn + ext): <the with-block>`` as a rotated loop with a phi; the
+        with-block emits the body with ``i``.  LLVM's loop vectorizer is told to leave it
+        alone unless ``auto_vectorize``: the schedule decides what is vectorized (and
+        compile times halve)."""
         b = self.b
         zero = ir.Constant(I32, 0)
         end = b.add(mn, ext, name=f"{name}.end")
@@ -336,7 +359,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         b.position_at_end(loop)
         i = b.phi(I32, name=name)
         i.add_incoming(mn, pre)
-        body(i)
+        yield i
         nxt = b.add(i, ir.Constant(I32, 1), name=f"{name}.next", flags=("nsw",))
         i.add_incoming(nxt, b.block)
         latch = b.cbranch(b.icmp_signed("<", nxt, end), loop, after)
@@ -344,26 +367,29 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             latch.set_metadata("llvm.loop", _loop_id(self.module, _NO_VECTORIZE))
         b.position_at_end(after)
 
-    def _unrolled_for(self, s: L.For) -> None:
+    def _unrolled_for(self, s: L.For):
         mn = self.scalar(s.min)
         for k in range(max(0, s.extent.value)):
             if isinstance(mn, ir.Constant):
                 i = ir.Constant(I32, mn.constant + k)
             else:
                 i = self.b.add(mn, ir.Constant(I32, k), flags=("nsw",))
-            self._scoped(s.name, i, lambda: self.emit_stmt(s.body))
+            with self._scoped(s.name, i):
+                yield s.body
 
-    def _vector_for(self, s: L.For) -> None:
+    def _vector_for(self, s: L.For):
         mn = self.scalar(s.min)
         w = s.extent.value
         if w <= 0:
             return
         if w == 1:
-            self._scoped(s.name, mn, lambda: self.emit_stmt(s.body))
+            with self._scoped(s.name, mn):
+                yield s.body
             return
         self.lanes = w
         try:
-            self._scoped(s.name, Ramp(mn, 1, w), lambda: self.emit_stmt(s.body))
+            with self._scoped(s.name, Ramp(mn, 1, w)):
+                yield s.body
         finally:
             self.lanes = 1
 
@@ -386,7 +412,8 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             sub = FnEmitter(module, bld.function, bld, env, bufs, err, None, notes,
                             in_parallel=True)
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
-            sub._scoped(s.name, var, lambda: sub.emit_stmt(s.body))
+            with sub._scoped(s.name, var):
+                sub.emit_stmt(s.body)
 
         base, k = f"{s.name}.par", 0
         while f"{base}.body" in module.globals:       # one outlined body per loop copy

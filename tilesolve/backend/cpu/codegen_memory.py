@@ -33,6 +33,8 @@ point returns.
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -235,8 +237,9 @@ class MemoryEmitter:
                     store()
 
     # -- allocations -------------------------------------------------------------------
-    def emit_allocate(self, s, emit_body):
-        """Allocate ``s.name``, run ``emit_body()`` with it bound, release it."""
+    @contextlib.contextmanager
+    def allocation(self, s):
+        """Allocate ``s.name`` for the with-block (which emits its body), then release it."""
         elem = mem_type(s.type)
         nbytes = max(1, s.type.bytes)
         consts = [x.value for x in s.extents if isinstance(x, E.Const)]
@@ -246,12 +249,15 @@ class MemoryEmitter:
                 count *= max(0, c)
             if s.memory != "heap" and count * nbytes <= STACK_LIMIT_BYTES:
                 ptr = self._entry_alloca(elem, max(1, count), s.name)
-                return self._with_buffer(s.name, Buffer(ptr, s.type), emit_body)
+                with self._with_buffer(s.name, Buffer(ptr, s.type)):
+                    yield
+                return
         if s.memory != "heap":
             self.notes.append(f"allocation {s.name} ({s.memory}) is on the heap: its size "
                               "is not a constant of at most "
                               f"{STACK_LIMIT_BYTES} bytes")
-        self._heap_allocate(s, elem, nbytes, emit_body)
+        with self._heap_allocation(s, elem, nbytes):
+            yield
 
     def _entry_alloca(self, elem, count: int, name: str) -> ir.Value:
         b = self.b
@@ -262,7 +268,8 @@ class MemoryEmitter:
         b.position_at_end(here)
         return b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)], inbounds=True)
 
-    def _heap_allocate(self, s, elem, nbytes: int, emit_body):
+    @contextlib.contextmanager
+    def _heap_allocation(self, s, elem, nbytes: int):
         b = self.b
         size = ir.Constant(I64, nbytes)
         overflow = ir.Constant(ir.IntType(1), 0)
@@ -290,16 +297,18 @@ class MemoryEmitter:
         b.branch(done_bb)
         b.position_at_end(ok_bb)
         ptr = b.bitcast(raw, elem.as_pointer(), name=s.name)
-        self._with_buffer(s.name, Buffer(ptr, s.type), emit_body)
+        with self._with_buffer(s.name, Buffer(ptr, s.type)):
+            yield
         b.call(free, [raw])
         b.branch(done_bb)
         b.position_at_end(done_bb)
 
-    def _with_buffer(self, name: str, buf: Buffer, emit_body):
+    @contextlib.contextmanager
+    def _with_buffer(self, name: str, buf: Buffer):
         old = self.buffers.get(name)
         self.buffers[name] = buf
         try:
-            emit_body()
+            yield
         finally:
             if old is None:
                 del self.buffers[name]

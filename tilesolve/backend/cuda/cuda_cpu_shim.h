@@ -1,6 +1,6 @@
 // tilesolve's CUDA-on-CPU shim: compile generated CUDA C kernels, unmodified, with g++.
 //
-// Based on the idea of the team's shared/gpu/cuda_cpu_shim.h (written for this project).
+// Runs generated CUDA C on the CPU: each thread a fiber, __syncthreads() yields.
 // Each CUDA thread of a block is a ucontext fiber; __syncthreads() yields to a scheduler
 // that resumes every other thread of the block before any passes the barrier.  Blocks
 // run one after another, so __shared__ can be function-static storage.  Kernels that

@@ -32,7 +32,7 @@ def availability() -> str | None:
         import pycuda.driver as cuda
     except ImportError as e:
         return (f"pycuda is not installed ({e}); install it on a machine with a CUDA driver "
-                "(pip install pycuda, or the wheel built by shared/gpu/build_pycuda_wheel.sh)")
+                "(pip install pycuda on a machine with the CUDA toolkit and driver)")
     except Exception as e:                       # e.g. libcuda.so missing
         return f"pycuda cannot load the CUDA driver: {e}"
     try:

@@ -21,7 +21,7 @@ Anderson 2021's hierarchical search, on our space (groups + one tiling each):
 5. ``restarts`` more unfrozen passes with seeds ``seed + 1, ...`` and a
    sampling hash (other samples; off by default).
 6. The best exact answer is returned, or greedy's if that is cheaper
-   (never worse than greedy in model cost); ``provenance["source"]`` says
+   (never worse than greedy in model cost); ``provenance.beam.source`` says
    which.
 
 A time limit bounds the search: a pass past the deadline completes its
@@ -35,6 +35,7 @@ import time
 
 from ...errors import SolverError
 from ..greedy import greedy_groups
+from ..provenance import BeamRun, BeamStats, Provenance
 from ..space import Tiling
 from .search import PassStats, beam_pass
 from .state import Space
@@ -120,9 +121,8 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
             key = _score(cols) + (s.key,)
             if best_key is None or key < best_key:
                 best_cols, best_key = cols, key
-        runs.append({"pass": label, "hash_depth": depth, "seed": run_seed,
-                     "frozen": len(frozen or {}),
-                     "best_cost": sum(c.total for _, _, c in best_cols)})
+        runs.append(BeamRun(label, depth, run_seed, len(frozen or {}),
+                            sum(c.total for _, _, c in best_cols)))
 
     run(hash_depth, seed, None, "coarse")
     for p in range(1, passes):
@@ -138,10 +138,9 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     if _score(gcols) < best_key[:2]:
         best_cols, source = gcols, "greedy"
     total = sum(c.total for _, _, c in best_cols)
-    prov = {"method": "beam", "predicted_cost": total, "beam_width": beam_width,
-            "states_expanded": stats.expanded, "states_generated": stats.generated,
-            "passes": len(runs), "runs": runs, "source": source, "greedy_cost": greedy.total,
-            "greedy_seconds": round(greedy_s, 4), "menu": menu, "seed": seed,
-            "cost_evaluations": model.evaluations, "timed_out": stats.timed_out,
-            "beam_seconds": round(time.perf_counter() - t0, 4)}
+    stats = BeamStats(beam_width, stats.expanded, stats.generated, len(runs), tuple(runs), source,
+                      menu, seed, stats.timed_out, round(greedy_s, 4),
+                      round(time.perf_counter() - t0, 4))
+    prov = Provenance("beam", total, greedy_cost=greedy.total,
+                      cost_evaluations=model.evaluations, beam=stats)
     return best_cols, prov

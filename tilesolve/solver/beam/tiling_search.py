@@ -31,7 +31,6 @@ import random
 import zlib
 
 from ..space import Group, Tiling
-from ..tilings import candidate_tilings
 
 
 def _order(v) -> int:
@@ -81,7 +80,7 @@ class TilingSearch:
         """(tilings, index of each tiling, grid neighbours per index)."""
         hit = self._menus.get(group.output)
         if hit is None:
-            tilings = candidate_tilings(self.problem, group)   # depends on the output only
+            tilings = self.model.menu(group.output).tilings   # depends on the output only
             index = {t: i for i, t in enumerate(tilings)}
             hit = (tilings, index, _grid_neighbours(tilings, index))
             self._menus[group.output] = hit
@@ -96,12 +95,7 @@ class TilingSearch:
         """The cheapest feasible tiling over the whole menu: (Tiling, Cost) or None."""
         if group in self._full:
             return self._full[group]
-        best = None
-        for t in self.menu_of(group)[0]:
-            r = self._feasible(group, t)
-            if r is not None and _better(r, best):
-                best = r
-        self._full[group] = best
+        best = self._full[group] = self.model.best(group)
         return best
 
     # -- estimate ----------------------------------------------------------------

@@ -30,15 +30,9 @@ class GreedyResult:
 
 
 def best_tiling(model, group: Group):
-    """The cheapest feasible tiling of ``group`` (or None): (Tiling, Cost)."""
-    best = None
-    for t in candidate_tilings(model.problem, group):
-        c = model.cost(group, t)
-        if not c.feasible:
-            continue
-        if best is None or c.total < best[1].total - 1e-9:
-            best = (t, c)
-    return best
+    """The cheapest feasible tiling of ``group`` (or None): (Tiling, Cost);
+    the first in menu order among costs within 1e-9."""
+    return model.best(group)
 
 
 def _merge_candidates(problem, groups: dict):

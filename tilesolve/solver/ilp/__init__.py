@@ -1,7 +1,7 @@
 """Exact scheduling: the best partition into groups and tiling of each, at once.
 
 ``solve_ilp(model, time_limit, seed, solver="cpsat"|"pulp", ...)`` returns
-``(columns, provenance)`` like greedy does.  Steps:
+``(columns, Provenance)`` (``solver.provenance``; ILP details in ``.ilp``).  Steps:
 
 1. greedy (Mullapudi 2016) runs first: its columns join the candidate set and
    warm-start the solver (so the answer is never worse than greedy);
@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 
 from ..greedy import greedy_groups
+from ..provenance import IlpStats, Provenance
 from .columns import build_columns, enumerate_groups
 from .formulation import formulate
 
@@ -24,17 +25,17 @@ SOLVERS = ("cpsat", "pulp", "highs")
 
 def solve_ilp(model, time_limit: float = 10.0, seed: int = 0, solver: str = "cpsat",
               memory_budget_bytes=None, max_group_size: int = 12, max_groups: int = 4000,
-              max_tilings_per_group: int = 6):
+              max_tilings_per_group: int | None = None):
     from ...errors import SolverError
     if solver not in SOLVERS:
         raise SolverError(f"unknown ILP solver {solver!r}; expected one of {', '.join(SOLVERS)}")
     t0 = time.perf_counter()
     problem = model.problem
+    if max_tilings_per_group is None:
+        # without a memory budget only a group's cheapest tiling can be chosen
+        max_tilings_per_group = 1 if memory_budget_bytes is None else 6
     greedy = greedy_groups(model)
-    from ..tilings import candidate_tilings
-
-    def feasible(g):
-        return any(model.cost(g, t).feasible for t in candidate_tilings(problem, g))
+    feasible = model.feasible
     # Column generation may use up to 60% of the limit (greedy included);
     # the solver gets the rest.
     deadline = t0 + 0.6 * time_limit
@@ -61,17 +62,17 @@ def solve_ilp(model, time_limit: float = 10.0, seed: int = 0, solver: str = "cps
         from .pulp_solver import solve_pulp
         res = solve_pulp(form, hint, remaining, seed, backend="highs" if solver == "highs" else "cbc")
         solver_name = "pulp-" + ("highs" if solver == "highs" else "cbc")
-    prov = {"method": "ilp", "solver": solver_name, "columns": len(form.columns),
-            "groups_enumerated": len(groups), "build_seconds": round(build_s, 4),
-            "greedy_cost": greedy.total, "enumeration_cut": cut}
+    stats = IlpStats(solver_name, len(form.columns), len(groups), bool(cut), round(build_s, 4),
+                     round(res["solve_seconds"], 4))
     if res["chosen"] is None:
-        prov.update({"status": res["status"], "fallback": "greedy",
-                     "fallback_reason": f"{solver_name} returned {res['status']} "
-                                        f"within {remaining:.2f} s", "predicted_cost": greedy.total})
+        prov = Provenance("ilp", greedy.total, status=res["status"], fallback="greedy",
+                          fallback_reason=f"{solver_name} returned {res['status']} "
+                                          f"within {remaining:.2f} s",
+                          greedy_cost=greedy.total, cost_evaluations=model.evaluations, ilp=stats)
         return greedy.columns, prov
     chosen = sorted(res["chosen"], key=lambda j: problem.funcs.index(form.columns[j].group.output))
     columns = [(form.columns[j].group, form.columns[j].tiling, form.columns[j].cost) for j in chosen]
-    prov.update({"status": res["status"], "objective": res["objective"],
-                 "predicted_cost": res["objective"], "best_bound": res["best_bound"],
-                 "gap": res["gap"], "ilp_seconds": round(res["solve_seconds"], 4)})
+    prov = Provenance("ilp", res["objective"], status=res["status"], objective=res["objective"],
+                      bound=res["best_bound"], gap=res["gap"], greedy_cost=greedy.total,
+                      cost_evaluations=model.evaluations, ilp=stats)
     return columns, prov

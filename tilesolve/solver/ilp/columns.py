@@ -28,18 +28,17 @@ always added (so the ILP is never worse than greedy in model cost).
 
 Tilings.  Each group's tilings come from ``solver.tilings`` (the same menu
 greedy uses), pruned to the feasible ones (hard constraints of the spec), and
-then to the ``max_tilings_per_group`` cheapest (default 6): a group's other
-tilings can never be chosen over its cheapest one unless a coupling
-constraint (the memory budget) distinguishes them, and the budget depends on
-the group, not its tiling, so keeping one would already be exact; we keep a
-few for robustness and for ``explain()``.
+then to the ``max_tilings_per_group`` cheapest.  A group's other tilings can
+never be chosen over its cheapest one unless a coupling constraint
+distinguishes them, and the only one (the memory budget) depends on the
+group, not its tiling: so ``solve_ilp`` keeps one tiling per group (exact)
+without a budget and 6 with one (for robustness).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..space import Group
-from ..tilings import candidate_tilings
 
 
 @dataclass
@@ -122,13 +121,7 @@ def build_columns(model, groups, max_tilings_per_group: int = 6, extra=(),
                 and time.perf_counter() > deadline):
             build_columns.last_cut = True
             continue
-        costed = []
-        for t in candidate_tilings(problem, g):
-            c = model.cost(g, t)
-            if c.feasible:
-                costed.append((c.total, str(t), t, c))
-        costed.sort(key=lambda r: (r[0], r[1]))
-        for _, _, t, c in costed[:max_tilings_per_group]:
+        for t, c in model.cheapest(g, max_tilings_per_group):
             keys.add((g, t))
             cols.append(Column(g, t, c, root_bytes(g)))
     for g, t in extra:

@@ -1,0 +1,192 @@
+"""Terms of the cost model beyond Mullapudi 2016, each shown to matter.
+
+Each test fails when its term is taken out of the model (the inlining rule's
+footprint multiplier, vector lanes, parallel waves, L1 pressure of fused
+chains, reduction loops)."""
+import dataclasses
+
+import pytest
+
+import tilesolve as ts
+from tilesolve.apps import get_app
+from tilesolve.solver.cost import CostModel
+from tilesolve.solver.inline import inlining_pays, site_evaluations
+from tilesolve.solver.problem import Problem
+from tilesolve.solver.space import Group, Tiling
+from tilesolve.specs import load_spec
+
+
+def _harris():
+    pipe, est = get_app("harris").build()
+    return pipe, est
+
+
+def test_inlining_a_stencil_into_a_stencil_counts_the_footprint():
+    """harris: Ixx = Ix * Ix is read by the 3x3 sum Sxx; inlined there (trivial),
+    Sxx reads Ix at 9 points, so inlining the Sobel Ix too would compute each
+    derivative 9 times per output point.  Ix and Iy stay Funcs; the products,
+    sums, det and trace are inlined (Halide's Mullapudi2016 schedule)."""
+    pipe, est = _harris()
+    p = Problem(pipe, load_spec("host"), est)
+    assert {"Ix", "Iy", "gray"} <= set(p.funcs)
+    assert {"Ixx", "Iyy", "Ixy", "Sxx", "Syy", "Sxy", "det", "trace"} <= p.inlined
+
+
+@pytest.mark.parametrize("method", ["greedy", "ilp"])
+def test_harris_schedules_materialize_the_derivatives_per_tile(method):
+    pipe, est = _harris()
+    s = ts.solve_schedule(pipe, "host", est, method=method, time_limit=5)
+    (group,) = s.provenance.groups
+    assert set(group.members) == {"output", "gray", "Ix", "Iy"}
+    for f in ("gray", "Ix", "Iy"):
+        fs = s.func_schedule(f)
+        assert fs.compute.kind == "at" and fs.compute.func == "output"
+
+
+def test_inlining_pays_rule():
+    regions = {"c": ((0, 99), (0, 99)), "f": ((0, 99), (0, 99))}
+    pure = {"c": ["x", "y"]}
+    one = {"c": {(("x", 1, 0), ("y", 1, 0))}}
+    nine = {"c": {(("x", 1, i), ("y", 1, j)) for i in (-1, 0, 1) for j in (-1, 0, 1)}}
+    assert inlining_pays(20, 100 * 100, site_evaluations(one, regions, pure)) == (True, 1.0)
+    pays, factor = inlining_pays(20, 100 * 100, site_evaluations(nine, regions, pure))
+    assert not pays and factor == 9.0
+    # a consumer with 3 points per point of f (channels) triples the work too
+    regions3 = {"c": ((0, 99), (0, 99), (0, 2)), "f": ((0, 99), (0, 99))}
+    pure3 = {"c": ["x", "y", "ch"]}
+    assert site_evaluations(one, regions3, pure3) == 3 * 100 * 100
+    assert not inlining_pays(20, 100 * 100, site_evaluations(one, regions3, pure3))[0]
+    # a site that depends only on an outer loop is hoisted out of the inner ones
+    outer = {"c": {(("ch", 1, 0),)}}
+    assert site_evaluations(outer, regions3, pure3) == 3
+    assert site_evaluations({"c": {((None, 0, 5),)}}, regions3, pure3) == 1
+
+
+def test_pointwise_chains_are_still_inlined():
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    a, b, c = ts.Func("a"), ts.Func("b"), ts.Func("c")
+    a[x, y] = inp[x, y] * inp[x, y] + inp[x + 1, y] * 3.0 - inp[x, y + 1] / 7.0
+    b[x, y] = a[x, y] * a[x, y] - 2.0 * a[x, y] + 5.0 / (a[x, y] + 1.0)
+    c[x, y] = b[x, y] + b[x, y] * b[x, y] * 0.25
+    p = Problem(ts.Pipeline(c), load_spec("host"), {"c": [512, 512]})
+    assert p.inlined == frozenset({"a", "b"})
+
+
+# -- the CPU terms of solver.cost_terms (xeon-e5-2620v3: 8 float lanes, 12 threads,
+#    32 KiB L1, 16 vector registers) --------------------------------------------------
+XEON = "xeon-e5-2620v3"
+
+
+def _blur(w=6400, h=4800):
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    bx, by = ts.Func("blur_x"), ts.Func("blur_y")
+    bx[x, y] = (inp[x, y] + inp[x + 1, y] + inp[x + 2, y]) / 3
+    by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
+    p = Problem(ts.Pipeline(by), load_spec(XEON), {"blur_y": [w, h]}, inline=False)
+    return CostModel(p)
+
+
+def _compute(c):
+    return c.arith + c.lanes + c.registers + c.reduction + c.l1
+
+
+def test_every_term_is_in_the_total():
+    m = _blur()
+    c = m.cost(Group("blur_y", frozenset({"blur_x", "blur_y"})), Tiling((250, 30)))
+    assert c.feasible and c.total == pytest.approx(sum(c.terms().values()), rel=1e-12)
+    assert c.lanes > 0 and c.l1 > 0 and c.parallel > 0
+
+
+def test_lane_term_counts_short_inner_extents_and_tails():
+    # a 20-wide output: 3 vectors of 8 lanes for 20 points
+    m = _blur(w=20, h=4800)
+    c = m.cost(Group.singleton("blur_y"), Tiling((None, None)))
+    assert c.lanes == pytest.approx(c.arith * (24 / 20 - 1))
+    # a 64-wide tile of blur_y computes blur_x over 64 columns (no halo in x): no waste
+    m = _blur()
+    g = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    assert m.cost(g, Tiling((64, 32))).lanes == 0
+    # a producer with a halo of 2 in x over a 16-wide tile: 18 points in 3 vectors
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    a, b = ts.Func("a"), ts.Func("b")
+    a[x, y] = inp[x, y] * 2.0 + inp[x, y + 1]
+    b[x, y] = a[x, y] + a[x + 1, y] + a[x + 2, y]
+    p = Problem(ts.Pipeline(b), load_spec(XEON), {"b": [6400, 4800]}, inline=False)
+    mm = CostModel(p)
+    c = mm.cost(Group("b", frozenset({"a", "b"})), Tiling((16, 64)))
+    ops_a = sum(p.point_costs["a"][0])       # ops + loads (cached) per point of a
+    a_arith = c.n_tiles * 18 * 64 * ops_a
+    assert c.lanes == pytest.approx(a_arith * (24 / 18 - 1))
+
+
+def test_parallel_term_is_the_last_wave():
+    m = _blur()
+    # 25 x 25 = 625 tiles on 12 workers: 53 waves where 52.08 would do
+    c = m.cost(Group.singleton("blur_y"), Tiling((256, 192)))
+    assert c.n_tiles == 625
+    assert c.parallel == pytest.approx(_compute(c) * (53 * 12 / 625 - 1))
+    # 600 tiles fill 50 waves exactly
+    c = m.cost(Group.singleton("blur_y"), Tiling((256, 200)))
+    assert c.n_tiles == 600 and c.parallel == 0
+    # an untiled Func whose only non-trivial dimension is its innermost runs serially
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.float32, 1, "input")
+    f = ts.Func("f")
+    f[x] = inp[x] * 3.0 + inp[x + 1]
+    p = Problem(ts.Pipeline(f), load_spec(XEON), {"f": [100000]}, inline=False)
+    c = CostModel(p).cost(Group.singleton("f"), Tiling((None,)))
+    assert c.parallel == pytest.approx(_compute(c) * 11)
+
+
+def test_l1_term_prices_fused_buffers_beyond_l1():
+    m = _blur()
+    g = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    small = m.cost(g, Tiling((32, 32)))          # (32*34 + 34*34) * 4 B < 32 KiB
+    assert small.footprint_bytes < 32768 and small.l1 == 0
+    big = m.cost(g, Tiling((256, 32)))
+    miss = 1 - 32768 / big.footprint_bytes
+    assert big.l1 == pytest.approx(big.n_tiles * 256 * 34 * miss)   # blur_x words per tile
+    assert m.cost(Group.singleton("blur_y"), Tiling((256, 32))).l1 == 0   # nothing fused
+
+
+def test_register_term_prices_spills():
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    wide, narrow = ts.Func("wide"), ts.Func("narrow")
+    wide[x, y] = sum((inp[x + i, y] for i in range(20)), inp[x, y + 1])    # 21 loads
+    narrow[x, y] = sum((inp[x + i, y] for i in range(10)), inp[x, y + 1])  # 11 loads
+    for f, loads in ((wide, 21), (narrow, 11)):
+        p = Problem(ts.Pipeline(f), load_spec(XEON), {f.name: [6400, 4800]}, inline=False)
+        c = CostModel(p).cost(Group.singleton(f.name), Tiling((None, None)))
+        assert c.registers == pytest.approx(6400 * 4800 * 2.0 * max(0, loads - 16))
+
+
+def test_reduction_term_and_scalar_scans():
+    x, y = ts.Var("x"), ts.Var("y")
+    a = ts.ImageParam(ts.float32, 2, "a")
+    b = ts.ImageParam(ts.float32, 2, "b")
+    r = ts.RDom((0, 64))
+    mm = ts.Func("mm")
+    mm[x, y] = 0.0
+    mm[x, y] += a[r.x, y] * b[x, r.x]
+    p = Problem(ts.Pipeline(mm), load_spec(XEON), {"mm": [512, 512], "a": [64, 512],
+                                                   "b": [512, 64]}, inline=False)
+    # unblocked (register blocking, tested in test_register_block, taken away)
+    pure, (u,) = p.stage_info["mm"]
+    p.__dict__["stage_info"] = {"mm": (pure, (dataclasses.replace(u, block=None),))}
+    c = CostModel(p).cost(Group.singleton("mm"), Tiling((None, None)))
+    # per point: a loop iteration and the setup of the 64-long RDom loop; the
+    # accumulator stays in a register over the RDom (a load and a store per 64 points)
+    assert c.reduction == pytest.approx(512 * 512 * 64 * (1 + 4 / 64 + 2 / 64))
+    # a scan along x has no pure dimension to vectorize: it runs scalar (8x the lanes)
+    s = ts.Func("scan")
+    rs = ts.RDom((1, 1023))
+    s[x] = a[x, 0]
+    s[rs.x] = s[rs.x - 1] + a[rs.x, 0]
+    p = Problem(ts.Pipeline(s), load_spec(XEON), {"scan": [1024], "a": [1024, 1]}, inline=False)
+    c = CostModel(p).cost(Group.singleton("scan"), Tiling((None,)))
+    ops, loads = p.point_costs["scan"][1]
+    assert c.lanes >= 1023 * (ops + loads) * 7 - 1e-6

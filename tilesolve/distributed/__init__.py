@@ -1,0 +1,35 @@
+"""Run compiled pipelines chunk by chunk on Dask, with exact halos from bounds inference.
+
+    import dask.array as da, tilesolve as ts
+    fast = ts.compile(pipe, sched)
+    out = ts.distributed.to_dask(fast, [W, H], chunks=(2048, 2048), input=da.from_zarr("in.zarr"))
+    out.to_zarr("out.zarr")
+
+Needs the optional extra ``pip install 'tilesolve[dask]'`` (Dask is imported only when a
+graph is built).  See docs/distributed.md.
+"""
+from .api import chunk_plan, chunk_regions, to_dask, warm_up  # noqa: F401
+from .worker import process_stats  # noqa: F401
+
+__all__ = ["to_dask", "warm_up", "chunk_regions", "chunk_plan", "process_stats", "attach"]
+
+
+def attach(cls) -> None:
+    """Give ``cls`` (a compiled-pipeline class) the method ``to_dask(sizes, chunks=None,
+    **inputs)`` that calls :func:`to_dask`, unless it has one already."""
+    if hasattr(cls, "to_dask"):
+        return
+
+    def method(self, sizes, chunks=None, **kw):
+        return to_dask(self, sizes, chunks, **kw)
+    method.__doc__ = to_dask.__doc__
+    method.__name__ = "to_dask"
+    cls.to_dask = method
+
+
+def _attach_cpu() -> None:
+    from ..backend.cpu.compiled import CompiledPipeline
+    attach(CompiledPipeline)
+
+
+_attach_cpu()      # importing tilesolve.distributed (or ts.distributed) adds compiled.to_dask

@@ -1,0 +1,237 @@
+"""``tilesolve bench --dask N``: scaling of chunked pipelines on a Dask LocalCluster.
+
+For each app (default: blur) at ``scale`` times the paper's image area, on clusters of
+1..N worker processes of one thread each:
+
+* the input is cut into chunks and scattered over the workers (as data already loaded
+  on a cluster would be), the chunk pipeline is compiled on every worker first;
+* a timed run builds the graph with ``to_dask`` and stores each chunk into a sink that
+  drops it (``da.store``; as writing to a fast store would, with no gather to the
+  client); best of ``repeat`` runs;
+* the baseline is one in-memory ``realize`` of the whole image with k threads (k the
+  number of workers: equal parallelism);
+* each worker's peak RSS and peak data held (Dask's managed memory plus the largest
+  task's slices and outputs) are sampled during the timed runs;
+* CPU seconds, which other jobs on a shared machine disturb far less than wall-clock
+  time: those of the workers and of this process (graph building, the scheduler) per
+  run, against those of the in-memory realize; and a predicted speedup for free cores,
+  the 1-worker run's CPU seconds over the busiest process's in the k-worker run (or
+  their total over the cores, if that is larger).
+
+The output checks against ``ts.reference.realize`` happen in the tests, not here; this
+checks the chunked result against the in-memory one at the largest cluster.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+__all__ = ["run_dask_bench", "main_dask", "TASKS"]
+
+TASKS = 16           # chunks per image by default: 8 per worker at N = 2
+
+
+def _scaled(sizes, scale: float):
+    """``sizes`` with the first two dimensions grown so the area grows by ``scale``."""
+    f = float(np.sqrt(scale))
+    return [int(round(s * f)) if i < 2 else s for i, s in enumerate(sizes)]
+
+
+def _chunks_for(shape, pixels: int):
+    """Chunks of about ``pixels`` elements over the two innermost numpy axes (the
+    image plane), whole along the others."""
+    h, w = shape[-2], shape[-1]
+    ch = max(1, int(np.sqrt(pixels * h / w)))
+    cw = max(1, pixels // ch)
+    return tuple(shape[:-2]) + (min(h, ch), min(w, cw))
+
+
+def _scatter(client, da, arr, chunks):
+    """``arr`` as a Dask array whose chunks are scattered over the workers."""
+    from dask.array.core import normalize_chunks
+
+    from .graph import block_boxes
+    chunks = normalize_chunks(chunks, arr.shape, dtype=arr.dtype)
+    boxes = list(block_boxes(chunks))
+    blocks = [np.ascontiguousarray(arr[tuple(slice(o, o + s) for o, s in zip(org, shp))])
+              for _, org, shp in boxes]
+    futures = client.scatter(blocks)
+    grid = np.empty([len(c) for c in chunks], dtype=object)
+    for (idx, _, shp), fut in zip(boxes, futures):
+        grid[idx] = da.from_delayed(fut, tuple(shp), dtype=arr.dtype)
+    return da.block(grid.tolist())
+
+
+class Discard:
+    """A ``da.store`` target that drops what it is given."""
+
+    def __setitem__(self, key, value):
+        pass
+
+
+def _app_case(name: str, scale: float, seed: int):
+    import tilesolve as ts
+    from ..apps import get_app
+    app = get_app(name)
+    sizes = _scaled(list(app.PAPER_SIZE), scale)
+    pipe, _ = app.build(sizes)
+    sched = app.hand_schedule(pipe) if hasattr(app, "hand_schedule") else None
+    inputs = app.make_inputs(sizes, seed=seed)
+    return ts, pipe, sched, sizes, inputs
+
+
+def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int = 3,
+                   chunk_pixels: int | None = None, seed: int = 0, log=None) -> list:
+    """One record per (app, worker count): see the module docstring."""
+    import dask.array as da
+    import distributed
+
+    from . import to_dask, warm_up
+    from .worker import process_stats, start_memory_sampler, stop_memory_sampler
+    log = log or (lambda s: None)
+    records = []
+    for name in apps or ["blur"]:
+        ts, pipe, sched, sizes, inputs = _app_case(name, scale, seed)
+        shape = tuple(reversed(sizes))
+        plane = sizes[0] * sizes[1]
+        pixels_per_chunk = chunk_pixels or max(512 * 512, plane // TASKS)
+        chunks = _chunks_for(shape, pixels_per_chunk)
+        pixels = int(np.prod(sizes))
+        log(f"{name}: sizes {sizes}, chunks {chunks}")
+        baseline, baseline_cpu = {}, {}
+        for k in range(1, n_workers + 1):
+            fast = ts.compile(pipe, sched, num_threads=k)
+            fast.realize(sizes, **inputs)
+            best = best_cpu = float("inf")
+            for _ in range(repeat):
+                t, c = time.perf_counter(), time.process_time()
+                whole = fast.realize(sizes, **inputs)
+                best = min(best, time.perf_counter() - t)
+                best_cpu = min(best_cpu, time.process_time() - c)
+            baseline[k], baseline_cpu[k] = best, best_cpu
+        fast1 = ts.compile(pipe, sched, num_threads=1)
+        for k in range(1, n_workers + 1):
+            cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1,
+                                               processes=True, dashboard_address=None,
+                                               silence_logs=40)
+            client = distributed.Client(cluster)
+            try:
+                images = {n: a for n, a in inputs.items() if isinstance(a, np.ndarray)}
+                params = {n: v for n, v in inputs.items() if n not in images}
+                srcs = {n: _scatter(client, da, a, chunks if a.shape == shape else
+                                    _chunks_for(a.shape, pixels_per_chunk))
+                        for n, a in images.items()}
+                distributed.wait(list(srcs.values()))
+                out = to_dask(fast1, sizes, chunks, **srcs, **params)
+                warm_up(client, *(out if isinstance(out, tuple) else (out,)))
+                before = client.run(process_stats)
+                client.run(start_memory_sampler)
+                best, graph_s = float("inf"), 0.0
+                client_cpu = time.process_time()
+                for _ in range(repeat):
+                    t = time.perf_counter()
+                    out = to_dask(fast1, sizes, chunks, **srcs, **params)
+                    t_graph = time.perf_counter() - t
+                    outs = out if isinstance(out, tuple) else (out,)
+                    da.store(list(outs), [Discard() for _ in outs], lock=False)
+                    dt = time.perf_counter() - t
+                    if dt < best:
+                        best, graph_s = dt, t_graph
+                client_cpu = (time.process_time() - client_cpu) / repeat
+                peaks = client.run(stop_memory_sampler)
+                after = client.run(process_stats)
+                def spent(key):
+                    return sum(after[w][key] - before[w][key] for w in after) / repeat
+                tasks = int(spent("tasks"))
+                assemble_s, realize_s = spent("assemble_s"), spent("realize_s")
+                worker_cpu = [(after[w]["process_cpu_s"] - before[w]["process_cpu_s"]) / repeat
+                              for w in after]
+                task_cpu = spent("task_cpu_s")
+                if k == n_workers:
+                    got = client.compute(list(outs), sync=True)
+                    _compare(name, tuple(got), whole)
+            finally:
+                client.close()
+                cluster.close()
+            rec = {"app": name, "sizes": sizes, "chunks": list(chunks), "workers": k,
+                   "tasks": tasks, "seconds": best, "graph_seconds": graph_s,
+                   "task_assemble_seconds": assemble_s, "task_realize_seconds": realize_s,
+                   "cpu_workers": worker_cpu, "cpu_client": client_cpu, "cpu_tasks": task_cpu,
+                   "cpu_total": sum(worker_cpu) + client_cpu,
+                   "realize_cpu_seconds": baseline_cpu[k],
+                   "cpu_overhead": (sum(worker_cpu) + client_cpu) / baseline_cpu[k] - 1,
+                   "mpix_per_s": pixels / best / 1e6, "realize_seconds": baseline[k],
+                   "overhead": best / baseline[k] - 1,
+                   "peak_rss_mb": [p["rss"] / 2 ** 20 for p in peaks.values()],
+                   "peak_data_mb": [(p["managed"] + p["task"]) / 2 ** 20
+                                    for p in peaks.values()],
+                   "image_mb": sum(a.nbytes for a in inputs.values()
+                                   if isinstance(a, np.ndarray)) / 2 ** 20}
+            records.append(rec)
+            log(f"{name}: {k} worker(s): {best:.3f} s")
+        base = next(r for r in records if r["app"] == name and r["workers"] == 1)
+        for r in records:
+            if r["app"] == name:
+                r["speedup"] = base["seconds"] / r["seconds"]
+                busiest = max(max(r["cpu_workers"]), r["cpu_client"],
+                              r["cpu_total"] / r["workers"])
+                r["predicted_speedup"] = base["cpu_total"] / busiest
+    return records
+
+
+def _compare(name, got, want):
+    got = got if isinstance(got, tuple) else (got,)
+    want = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(got, want):
+        if not (np.array_equal(g, w) or (g.dtype.kind == "f" and np.allclose(g, w, 1e-5, 1e-5))):
+            raise AssertionError(f"{name}: the chunked result differs from realize()")
+
+
+def format_records(records) -> str:
+    head = (f"{'app':10s} {'workers':>7s} {'tasks':>5s} {'seconds':>8s} {'Mpx/s':>8s} "
+            f"{'speedup':>7s} {'realize':>8s} {'overhead':>8s} {'in tasks':>15s} "
+            f"{'CPU s':>6s} {'realize':>7s} {'CPU ovh':>7s} {'pred.':>6s}  "
+            "peak RSS / data per worker (MB)")
+    lines = [head, "-" * len(head)]
+    for r in records:
+        mem = ", ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(r["peak_rss_mb"], r["peak_data_mb"]))
+        lines.append(f"{r['app']:10s} {r['workers']:7d} {r['tasks']:5d} {r['seconds']:8.3f} "
+                     f"{r['mpix_per_s']:8.1f} {r['speedup']:6.2f}x {r['realize_seconds']:8.3f} "
+                     f"{r['overhead']:+7.0%} {r['task_assemble_seconds']:6.3f}+"
+                     f"{r['task_realize_seconds']:<8.3f} {r['cpu_total']:6.3f} "
+                     f"{r['realize_cpu_seconds']:7.3f} {r['cpu_overhead']:+6.0%} "
+                     f"{r['predicted_speedup']:5.2f}x  {mem}")
+    if records:
+        r = records[0]
+        lines.append(f"sizes {r['sizes']} (image {r['image_mb']:.0f} MB), chunks {r['chunks']}; "
+                     "seconds: to_dask + compute, each chunk stored into a sink that drops "
+                     "it, best run; "
+                     "realize: the whole image in memory with as many threads as workers; "
+                     "in tasks: seconds spent putting input slices together + in realize(), "
+                     "summed over the workers; CPU s: CPU seconds of the workers and of this "
+                     "process per run, against realize's; pred.: speedup predicted from CPU "
+                     "seconds for free cores")
+    return "\n".join(lines) + "\n"
+
+
+def main_dask(args, out=None, err=None) -> int:
+    """``tilesolve bench --dask N`` (uses --apps, --repeat, --seed, --json, --quiet)."""
+    out = sys.stdout if out is None else out
+    err = sys.stderr if err is None else err
+    try:
+        import dask  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError:
+        err.write("tilesolve bench --dask: needs Dask: pip install 'tilesolve[dask]'\n")
+        return 2
+    quiet = getattr(args, "quiet", False)
+    records = run_dask_bench(args.dask, args.apps, repeat=min(args.repeat, 3), seed=args.seed,
+                             log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
+    out.write(format_records(records))
+    if getattr(args, "json", None):
+        import json
+        with open(args.json, "w") as f:
+            json.dump({"dask": records}, f, indent=1)
+    return 0

@@ -1,0 +1,129 @@
+"""The client side of a chunked realize: the rewritten pipeline, its schedule, and the
+exact input region of every output box from bounds inference.
+
+    plan = ChunkPlan(pipe, sched)
+    regions = plan.regions(origin, sizes, params, extents)   # input -> [(lo, hi)] per dim
+    scalars = plan.scalars(origin, regions, params, extents)  # what run_box passes
+"""
+from __future__ import annotations
+
+import math
+
+from ..analysis.intervals import required_regions
+from ..errors import ChunkingError, ScheduleError
+from ..model.schedule import Schedule
+from ..model.schedule_io import replay
+from .shift import rewrite
+from .worker import ShippedPipeline
+
+__all__ = ["ChunkPlan", "transfer_schedule"]
+
+
+def transfer_schedule(schedule, pipeline):
+    """``schedule``'s directives replayed on ``pipeline`` (a rewritten copy of its
+    pipeline: the same Func names): ``(Schedule or None, skipped directives)``.
+
+    Directives for Funcs the new pipeline lacks, ``bound`` on its outputs (a chunk has
+    its own sizes), and directives the new pipeline rejects (e.g. ``compute_at`` a Func
+    that became an input) are skipped; the Funcs concerned keep their defaults."""
+    if schedule is None:
+        return None, []
+    s = Schedule(pipeline, schedule.target)
+    s.provenance = dict(schedule.provenance)
+    skipped = []
+    for d in schedule.directives:
+        if d.func not in pipeline.funcs or (d.method == "bound" and pipeline.is_output(d.func)):
+            skipped.append(d)
+            continue
+        try:
+            replay(s, [d])
+        except ScheduleError:
+            skipped.append(d)
+    try:
+        s.validate()
+    except ScheduleError:
+        # a skipped directive left the rest inconsistent: keep only what stands alone
+        return Schedule(pipeline, schedule.target), list(schedule.directives)
+    return s, skipped
+
+
+def _int_box(box, what):
+    out = []
+    for d, iv in enumerate(box):
+        if iv.is_empty():
+            return None
+        lo, hi = float(iv.lo), float(iv.hi)
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise ChunkingError(f"{what}: the region read in dimension {d} is unbounded "
+                                f"({iv}); clamp the index that reads it")
+        out.append((int(math.floor(lo)), int(math.ceil(hi))))
+    return out
+
+
+class ChunkPlan:
+    """The chunk form of ``pipeline`` under ``schedule`` (see :mod:`.shift`).
+
+    ``outputs``, ``as_images``, ``tile``: as in :func:`.shift.rewrite`.  ``shipped``: what
+    the tasks carry to the workers."""
+
+    def __init__(self, pipeline, schedule=None, *, outputs=None, as_images=None, tile=None,
+                 num_threads: int = 1):
+        self.source = pipeline
+        self.rw = rewrite(pipeline, outputs=outputs, as_images=as_images, tile=tile)
+        self.pipeline = self.rw.pipeline                 # for bounds inference
+        run = rewrite(pipeline, outputs=outputs, as_images=as_images, tile=tile,
+                      slice_clamps=True).pipeline        # what the workers compile
+        self.schedule, self.skipped = transfer_schedule(schedule, run)
+        self.shipped = ShippedPipeline(run, self.schedule, num_threads)
+
+    @property
+    def output_names(self):
+        return self.pipeline.output_names
+
+    def scalars(self, origin: dict, regions: dict, params: dict, extents: dict,
+                extra: dict | None = None) -> dict:
+        """Every Param of the rewritten pipeline for one box: the user's ``params``, the
+        outputs' ``origin`` (name -> per dim), the slice mins from ``regions`` and the
+        whole ``extents`` (input -> per dim, innermost first)."""
+        out = {k: v for k, v in params.items() if k in self.pipeline.params}
+        for n, names in self.rw.origins.items():
+            out.update(zip(names, origin[n]))
+        for n, names in self.rw.mins.items():
+            reg = regions.get(n)
+            out.update(zip(names, [lo for lo, _ in reg] if reg else [0] * len(names)))
+        for n, names in self.rw.extents.items():
+            out.update(zip(names, extents[n]))
+        if extra:
+            out.update(extra)
+        return {k: v for k, v in out.items() if k in self.pipeline.params}
+
+    def regions(self, origin: dict, sizes: dict, params: dict, extents: dict,
+                extra: dict | None = None) -> dict:
+        """Input name -> [(lo, hi)] per dimension (innermost first): the region that
+        bounds inference says the box (output ``origin`` and ``sizes`` by name) reads,
+        in the coordinates of the whole input, clipped to it; None where it reads nothing.
+        Raises ChunkingError when the box would touch an output outside itself."""
+        scal = self.scalars(origin, {}, params, extents, extra)
+        boxes = required_regions(self.pipeline, dict(sizes), params=scal)
+        for n, s in sizes.items():
+            box = _int_box(boxes[n], f"output {n}")
+            for d, ((lo, hi), size) in enumerate(zip(box or [], s)):
+                if lo < 0 or hi >= size:
+                    raise ChunkingError(
+                        f"Func {n}: computing one chunk of output {n} touches {n} outside the "
+                        f"chunk (dimension {d}: [{lo}, {hi}] for a chunk of size {size}); an "
+                        f"output that another Func reads, or whose update writes sites that do "
+                        f"not follow its pure Vars, cannot be split into chunks")
+        out = {}
+        for n in self.rw.mins:
+            box = boxes.get(n)
+            if box is None:
+                out[n] = None
+                continue
+            ib = _int_box(box, f"input {n}")
+            if ib is None:
+                out[n] = None
+                continue
+            clipped = [(max(lo, 0), min(hi, e - 1)) for (lo, hi), e in zip(ib, extents[n])]
+            out[n] = None if any(lo > hi for lo, hi in clipped) else clipped
+        return out

@@ -1,0 +1,171 @@
+"""What runs on a Dask worker: compile once per process, then realize boxes.
+
+A :class:`ShippedPipeline` is what travels to the workers: the rewritten pipeline as
+plain data (:mod:`.serialize`), its schedule as JSON (``Schedule.to_json``; the schedule
+is replayed, never solved again) and the thread count.  The first task of a process that
+needs it decodes and compiles it (``ts.compile``: lowering and LLVM, or a load from the
+on-disk cache ``TILESOLVE_CACHE_DIR`` that several worker processes share); later tasks
+reuse the CompiledPipeline, memoized per process by the blob's digest.
+"""
+from __future__ import annotations
+
+import hashlib
+import pickle
+import threading
+import time
+
+import numpy as np
+
+__all__ = ["ShippedPipeline", "compiled_for", "run_box", "assemble", "combine",
+           "process_stats", "start_memory_sampler", "stop_memory_sampler"]
+
+_COMPILED: dict = {}
+_LOCK = threading.Lock()
+_STATS = {"compiles": 0, "tasks": 0, "task_bytes": 0, "assemble_s": 0.0, "realize_s": 0.0,
+          "task_cpu_s": 0.0}
+_SAMPLER: dict = {}
+
+
+class ShippedPipeline:
+    """A pipeline + schedule to compile on a worker (small and picklable)."""
+
+    __slots__ = ("blob", "key", "name")
+
+    def __init__(self, pipeline, schedule, num_threads: int = 1):
+        from .serialize import encode
+        sched = None if schedule is None else schedule.to_json()
+        self.blob = pickle.dumps((encode(pipeline), sched, int(num_threads)), protocol=4)
+        self.key = hashlib.sha256(self.blob).hexdigest()[:24]
+        self.name = "+".join(pipeline.output_names)
+
+    def __getstate__(self):
+        return (self.blob, self.key, self.name)
+
+    def __setstate__(self, st):
+        self.blob, self.key, self.name = st
+
+    def __repr__(self):
+        return f"<ShippedPipeline {self.name} {self.key}>"
+
+    def build(self):
+        """Decode and compile (no memo; see :func:`compiled_for`)."""
+        from ..backend.compile import compile as ts_compile
+        from ..model.schedule import Schedule
+        from .serialize import decode
+        enc, sched, nthreads = pickle.loads(self.blob)
+        pipe = decode(enc)
+        schedule = None if sched is None else Schedule.from_json(sched, pipe)
+        return ts_compile(pipe, schedule, num_threads=nthreads)
+
+
+def compiled_for(shipped: ShippedPipeline):
+    """The CompiledPipeline of ``shipped`` in this process (compiled at most once)."""
+    c = _COMPILED.get(shipped.key)
+    if c is None:
+        with _LOCK:
+            c = _COMPILED.get(shipped.key)
+            if c is None:
+                c = shipped.build()
+                _COMPILED[shipped.key] = c
+                _STATS["compiles"] += 1
+    return c
+
+
+def assemble(shape: tuple, dtype, pieces) -> np.ndarray:
+    """One array of numpy ``shape`` from ``pieces``: (array, target slices) pairs that
+    tile it.  A single piece covering everything is passed through without a copy."""
+    if len(pieces) == 1:
+        arr, where = pieces[0]
+        if arr.shape == tuple(shape):
+            return np.asarray(arr)
+    out = np.empty(shape, dtype)
+    for arr, where in pieces:
+        out[tuple(slice(a, b) for a, b in where)] = arr
+    return out
+
+
+def run_box(shipped: ShippedPipeline, layout, *pieces):
+    """Realize ``shipped`` over one box.  ``layout``: (sizes innermost first, scalars (user
+    Params and the box's origin, slice mins, whole extents), inputs), where inputs is a
+    tuple of (name, numpy shape, dtype, target slices of each piece); ``pieces``: the
+    arrays, in that order (positional, so that Dask resolves their keys)."""
+    sizes, scalars, inputs = layout
+    c = compiled_for(shipped)
+    cpu0 = time.thread_time()
+    t0 = time.perf_counter()
+    arrays, k = {}, 0
+    for name, shape, dtype, wheres in inputs:
+        arrays[name] = assemble(shape, dtype, list(zip(pieces[k:k + len(wheres)], wheres)))
+        k += len(wheres)
+    t1 = time.perf_counter()
+    out = c.realize(list(sizes), **arrays, **scalars)
+    _STATS["tasks"] += 1
+    _STATS["assemble_s"] += t1 - t0
+    _STATS["realize_s"] += time.perf_counter() - t1
+    _STATS["task_cpu_s"] += time.thread_time() - cpu0
+    res = out if isinstance(out, tuple) else (out,)
+    held = sum(a.nbytes for a in arrays.values()) + sum(a.nbytes for a in res)
+    _STATS["task_bytes"] = max(_STATS["task_bytes"], held)
+    return out
+
+
+def combine(op: str, *parts):
+    """The elementwise reduction of ``parts`` under ``op`` (same dtype: integers wrap as
+    in the compiled code)."""
+    fn = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+    acc = np.array(parts[0], copy=True)
+    for p in parts[1:]:
+        fn(acc, p, out=acc)
+    return acc
+
+
+def process_stats() -> dict:
+    """Compiles and tasks run by this process, the largest working set of one task (its
+    input slices and outputs, bytes), time in tasks and the process's CPU seconds, for
+    tests and the benchmark."""
+    import os
+    t = os.times()
+    return dict(_STATS, pipelines=len(_COMPILED), process_cpu_s=t.user + t.system)
+
+
+def start_memory_sampler(dask_worker=None, interval: float = 0.02) -> None:
+    """In a Dask worker (``client.run(start_memory_sampler)``, which passes
+    ``dask_worker``): sample, until :func:`stop_memory_sampler`, the process's RSS and the
+    bytes of data the worker holds (Dask's managed memory)."""
+    import os
+    state = getattr(dask_worker, "state", None)
+    stop = threading.Event()
+    peaks = {"rss": 0, "managed": 0, "rss_start": _rss(os.getpid())}
+    _STATS["task_bytes"] = 0
+
+    def loop():
+        while not stop.is_set():
+            peaks["rss"] = max(peaks["rss"], _rss(os.getpid()))
+            if state is not None:
+                peaks["managed"] = max(peaks["managed"], int(state.nbytes))
+            time.sleep(interval)
+    t = threading.Thread(target=loop, daemon=True)
+    _SAMPLER.update(stop=stop, thread=t, peaks=peaks)
+    t.start()
+
+
+def stop_memory_sampler() -> dict:
+    """The peaks since :func:`start_memory_sampler`: ``rss`` and ``rss_start`` (bytes of
+    the process), ``managed`` (data held by the worker) and ``task`` (largest working
+    set of one task)."""
+    _SAMPLER["stop"].set()
+    _SAMPLER["thread"].join()
+    return dict(_SAMPLER["peaks"], task=_STATS["task_bytes"])
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            import os
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        try:
+            import psutil
+            return psutil.Process(pid).memory_info().rss
+        except ImportError:
+            return 0

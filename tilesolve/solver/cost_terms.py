@@ -1,0 +1,211 @@
+"""CPU terms of the cost model beyond Mullapudi 2016, per tile and per tiling.
+
+Mullapudi's model charges one unit per arithmetic operation and ``load_cost``
+per word from memory; it has no notion of vector lanes, of how tasks fill the
+cores, of the caches below the tile's cache level, or of what a reduction loop
+costs.  These terms add that, in the same unit (one operation of fully
+vectorized, perfectly parallel code):
+
+* ``lanes``: vector-lane utilization.  ``schedule_gen`` vectorizes each
+  stage's innermost pure dimension by the spec's lanes for its type; a loop
+  of extent ``e`` runs ``ceil(e / lanes)`` vectors (the last one shifted
+  inward), so a stage costs ``1 / u`` of its arithmetic, with
+  ``u = e / (ceil(e / lanes) * lanes)``.  A short inner extent (a 3-wide
+  dimension, a tile plus a halo of 2) wastes lanes; an update with no pure
+  dimension to vectorize (a scan, a scatter) runs scalar (``u = 1 / lanes``).
+* ``parallel``: the last wave.  ``n`` equal tasks on ``w`` workers take
+  ``ceil(n / w)`` waves, so the compute terms cost ``ceil(n / w) * w / n``
+  times their work (a serial loop nest: ``w`` times).  Tasks are the tiles of
+  a tiled group, the rows of the outermost dimension of an untiled one (none
+  when that is its innermost dimension), and, for an output's update stages
+  (which run at root), the rows of their parallel dimension.  Memory traffic
+  is left alone (``load_cost`` already prices the machine's bandwidth).
+* ``l1``: L1 pressure of fused groups.  A producer computed per tile is
+  written over its whole tile region before its consumers read it back; when
+  the tile's working set (``footprint_bytes``) exceeds the L1, the fraction
+  ``1 - L1 / footprint`` of those words comes back from the next level, at
+  ``L2_WORD_OPS`` per word.  Deep fused chains and wide tiles pay it.
+* ``registers``: register pressure of deeply inlined chains.  A stage whose
+  expression (inlined producers substituted) loads more distinct values than
+  the vector registers hold spills the excess: ``SPILL_OPS`` per extra value
+  per point.
+* ``reduction``: the loop of an update definition (``plain_update_point``).
+  Each point pays the innermost RDom loop's iteration (``LOOP_ITER_OPS``)
+  and, amortized over its extent, its setup (``LOOP_SETUP_OPS``).  An update
+  that accumulates in place keeps the accumulator in a register across the
+  RDom loops (loaded and stored once per traversal, ``ACC_OPS``); one that
+  does not (a scan) loads it as one of its loads and stores it at every point
+  (``ACC_STORE_OPS``).  A register-blocked update (``register_block``, chosen
+  where cheaper) also shares its operand loads across the block and pays one
+  loop iteration per block and unrolled RDom step; its arithmetic (with
+  loads) and lanes reflect that.
+
+The constants are first estimates in operations (cycles of one issue slot),
+to be fitted by measurement; each term is reported separately in ``Cost``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.footprint import box_extents
+from .register_block import choose_block
+
+SPILL_OPS = 2.0          # a spill store and its reload
+L2_WORD_OPS = 1.0        # one 4-byte word brought back to L1 from L2
+ACC_STORE_OPS = 1.0      # the store of an update's accumulator
+ACC_OPS = 2.0            # loading and storing an accumulator kept in a register over a loop
+LOOP_ITER_OPS = 1.0      # increment, compare and branch of an RDom loop iteration
+LOOP_SETUP_OPS = 4.0     # entering an RDom loop
+
+
+def vector_registers(spec) -> int:
+    """Vector registers of the ISA: 32 with 512-bit vectors (AVX-512), else 16
+    (AVX2/SSE; a conservative count for 128-bit NEON, which has 32)."""
+    return 32 if (spec.vector_bits or 0) >= 512 else 16
+
+
+def workers(spec) -> int:
+    return spec.threads or spec.cores or 1
+
+
+def lane_utilization(extent, lanes: int):
+    """Useful lanes over lanes issued for a vectorized loop of ``extent``."""
+    ext = np.maximum(np.asarray(extent, dtype=float), 1.0)
+    return ext / (np.ceil(ext / lanes) * lanes)
+
+
+def wave_imbalance(tasks, w: int):
+    """Time of ``tasks`` equal tasks on ``w`` workers over that of perfect balance."""
+    t = np.maximum(np.asarray(tasks, dtype=float), 1.0)
+    return np.ceil(t / w) * w / t
+
+
+@dataclass
+class TileTerms:
+    """Per tile, one entry per tiling: the arithmetic and the new terms;
+    ``root_updates`` is the part of the compute terms from the output's update
+    stages (they run at root, with their own parallelism)."""
+
+    arith: np.ndarray
+    lanes: np.ndarray
+    registers: np.ndarray
+    reduction: np.ndarray
+    root_updates: np.ndarray
+    root_update_imbalance: np.ndarray
+
+
+def _ext(box, d):
+    return box_extents(box)[d]
+
+
+def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
+    spec = problem.spec
+    regs_avail = vector_registers(spec)
+    zero = np.zeros(k)
+    arith, lanes, regs, red, root_upd = zero.copy(), zero.copy(), zero.copy(), zero.copy(), zero.copy()
+    root_imb_work = zero.copy()
+    w = workers(spec)
+    for m, pts in gf.member_points.items():
+        (ops, loads), updates = problem.stage_info[m]
+        box = gf.member_regions[m]
+        L = spec.vector_lanes(problem.bytes_per_point(m))
+        pure_arith = pts * (ops + cached_load_ops * loads)
+        arith += pure_arith
+        if ops + loads:
+            lanes += pure_arith * (1.0 / lane_utilization(_ext(box, 0), L) - 1.0)
+        if loads > regs_avail:
+            regs += pts * SPILL_OPS * (loads - regs_avail)
+        is_root = m == group.output
+        full = problem.regions[m]
+        for u in updates:
+            pts_u = float(u.rdom_points)
+            for d in u.pure_dims:
+                pts_u = pts_u * _ext(box, d)
+
+            def extent(d):
+                if d is None:
+                    return 1.0
+                return float(full[d][1] - full[d][0] + 1) if is_root else _ext(box, d)
+            per, loop = plain_update_point(u, cached_load_ops)
+            util = 1.0 / L if u.vector_dim is None else lane_utilization(extent(u.vector_dim), L)
+            a = pts_u * per
+            lane_u = a * (1.0 / util - 1.0)
+            red_u = pts_u * loop
+            blk = u.block
+            if blk is not None:
+                _, nb, by, b_arith, b_util, b_loop = block_choice(
+                    spec, u, L, util, extent(blk.x_dim), extent(blk.y_dim), cached_load_ops)
+                on = nb > 0
+                ba = pts_u * b_arith
+                a = np.where(on, ba, a)
+                lane_u = np.where(on, ba * (1.0 / b_util - 1.0), lane_u)
+                red_u = np.where(on, pts_u * b_loop, red_u)
+            arith += a
+            lanes += lane_u
+            red += red_u
+            if is_root:
+                work = a + lane_u + red_u
+                root_upd += work
+                if u.parallel_dim is None:
+                    tasks = 1
+                else:
+                    lo, hi = full[u.parallel_dim]
+                    tasks = hi - lo + 1
+                root_imb_work += work * (wave_imbalance(tasks, w) - 1.0)
+    return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work)
+
+
+def plain_update_point(u, cached_load_ops: float) -> tuple:
+    """(arithmetic with loads, reduction overhead) per point of an update in
+    ``schedule_gen``'s default loop order (RDom loops innermost).  An update
+    that accumulates in place keeps its accumulator in a register across the
+    RDom loops: it is loaded and stored once per traversal (``ACC_OPS`` over
+    the RDom's points), not at every point; otherwise every point loads it
+    (one of its loads) and stores it (``ACC_STORE_OPS``)."""
+    if not u.has_rdom:
+        return u.ops + cached_load_ops * u.loads, ACC_STORE_OPS
+    loop = LOOP_ITER_OPS + LOOP_SETUP_OPS / max(1, u.inner_extent)
+    if u.in_place:
+        return (u.ops + cached_load_ops * (u.loads - u.self_loads),
+                loop + ACC_OPS / max(1, u.rdom_points))
+    return u.ops + cached_load_ops * u.loads, loop + ACC_STORE_OPS
+
+
+def block_choice(spec, u, lanes: int, util, e_x, e_y, cached_load_ops: float):
+    """``register_block.choose_block`` for update ``u`` (with a BlockInfo) over
+    extents ``e_x`` x ``e_y``, against its unblocked cost per point (lane
+    utilization ``util``): (cost, nb, by, arith, util, loop) per tiling."""
+    per, loop = plain_update_point(u, cached_load_ops)
+    return choose_block(u, u.block, lanes, vector_registers(spec), e_x, e_y, cached_load_ops,
+                        LOOP_ITER_OPS, LOOP_SETUP_OPS + 0.0, per / util + loop,
+                        ACC_OPS / max(1, u.rdom_points))
+
+
+def tile_tasks(problem, group, menu):
+    """Parallel tasks of each tiling: tiles when tiled; else the rows of the
+    outermost non-trivial dimension unless that is the innermost (serial)."""
+    region = problem.regions[group.output]
+    nontrivial = [i for i, (lo, hi) in enumerate(region) if hi > lo]
+    rows = 1.0
+    if nontrivial and nontrivial[-1] != 0:
+        lo, hi = region[nontrivial[-1]]
+        rows = float(hi - lo + 1)
+    return np.where(menu.untiled, rows, menu.n_tiles)
+
+
+def l1_miss_fraction(spec, footprint):
+    """Fraction of a tile's working set beyond the L1."""
+    l1 = spec.cache_bytes(1)
+    fp = np.maximum(np.asarray(footprint, dtype=float), 1.0)
+    return np.clip(1.0 - l1 / fp, 0.0, 1.0)
+
+
+def intermediate_words(problem, group, gf):
+    """Words of the producers' buffers written per tile (read back by consumers)."""
+    out = 0.0
+    for m, pts in gf.member_points.items():
+        if m != group.output:
+            out = out + pts * problem.bytes_per_point(m) / 4.0
+    return out
