@@ -201,6 +201,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         self.stmt_cache = {}
         self.pure_memo = {}
         self.load_memo = {}
+        self.depth = 0            # of emit() calls in progress
 
     # -- scopes ------------------------------------------------------------------------
     @contextlib.contextmanager

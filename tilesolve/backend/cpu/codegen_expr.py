@@ -114,31 +114,69 @@ class ExprEmitter(LaneEmitter):
 
         Values are reused (CSE) within the scope that computed them.  An Expr that
         reads memory is reused only within the statement being emitted: a Store in
-        between (or in a later loop iteration) may change what it reads."""
+        between (or in a later loop iteration) may change what it reads.  Deep in an
+        Expr, its operands are first emitted leaves first, so that the recursion
+        through ``emit`` finds them cached and stays shallow whatever the depth."""
+        self.depth += 1
+        try:
+            if self.depth > _SHALLOW:
+                self._emit_operands_bottom_up(e, index)
+            v = self._cached(e, index)
+            if v is None:
+                v = self._emit_node(e, index)
+                if self.reads_memory(e):
+                    self.stmt_cache[(id(e), index)] = v
+                else:
+                    self.cache[-1][(id(e), index)] = v
+            return v
+        finally:
+            self.depth -= 1
+
+    def _cached(self, e, index):
         key = (id(e), index)
         if self.reads_memory(e):
-            v = self.stmt_cache.get(key)
-            if v is None:
-                v = self.stmt_cache[key] = self._emit_node(e, index)
-            return v
+            return self.stmt_cache.get(key)
         for scope in reversed(self.cache):
             v = scope.get(key)
             if v is not None:
                 return v
-        v = self._emit_node(e, index)
-        self.cache[-1][key] = v
-        return v
+        return None
+
+    def _emit_operands_bottom_up(self, root, index) -> None:
+        """Emit every not yet cached operand below ``root``, operands before their users
+        (with the address-spine flag each is asked for), without recursion."""
+        order, seen, stack = [], set(), [(root, index, False)]
+        while stack:
+            e, ix, ready = stack.pop()
+            if ready:
+                order.append((e, ix))
+                continue
+            if (id(e), ix) in seen or self._cached(e, ix) is not None:
+                continue
+            seen.add((id(e), ix))
+            stack.append((e, ix, True))
+            stack.extend((c, cix, False) for c, cix in _operands(e, ix))
+        for e, ix in order[:-1]:          # the last is ``root``: the caller emits it
+            self.emit(e, ix)
 
     def reads_memory(self, e) -> bool:
         memo = self.load_memo
         hit = memo.get(id(e))
-        if hit is None:
-            if type(e).__name__ == "Load":
-                hit = True
+        if hit is not None:
+            return hit
+        stack = [(e, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            if type(n).__name__ == "Load":
+                memo[id(n)] = True
+            elif ready:
+                memo[id(n)] = any(memo[id(c)] for c in _children(n))
             else:
-                hit = any(self.reads_memory(c) for c in _children(e))
-            memo[id(e)] = hit
-        return hit
+                stack.append((n, True))
+                stack.extend((c, False) for c in _children(n) if id(c) not in memo)
+        return memo[id(e)]
 
     def _emit_node(self, e, index):
         if isinstance(e, E.Const):
@@ -409,6 +447,24 @@ class ExprEmitter(LaneEmitter):
                 out = bld.insert_element(out, lane, idx)
             return out
         raise LoweringError(f"codegen: unknown intrinsic {e.name}")
+
+
+_SHALLOW = 64      # emit() depth past which operands are emitted bottom-up first
+
+
+def _operands(e, index: bool):
+    """The operands that emitting ``e`` emits unconditionally, each with the spine flag
+    it is emitted with (a Let's body is emitted in its own scope: not listed)."""
+    if isinstance(e, E.BinOp):
+        spine = index and e.op in ("add", "sub", "mul", "min", "max")
+        return ((e.a, spine), (e.b, spine))
+    if isinstance(e, E.Let):
+        return ((e.value, False),)
+    if type(e).__name__ == "Load":
+        return ((e.index, True),)
+    if isinstance(e, (E.Cast, E.Not, E.Select, E.Intrinsic)):
+        return tuple((c, False) for c in _children(e))
+    return ()
 
 
 def _children(e):
