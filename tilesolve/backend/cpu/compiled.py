@@ -144,9 +144,11 @@ class CompiledPipeline:
         return arr
 
     def _check_regions(self, out_sizes, images, arrays, params) -> None:
+        """Before anything runs: every input covers what the program reads of it, and
+        every output what the program reads or writes of it (its updates, and other
+        Funcs that read it).  An access no bound can be given raises ``BoundsError``,
+        as the reference does; nothing is run that could touch memory it does not own."""
         regions = self.lowered.input_regions
-        if not regions:
-            return _check_with_analysis(self.pipeline, out_sizes, images, params)
         env = dict(params)
         for name, arr in arrays.items():
             for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
@@ -156,16 +158,18 @@ class CompiledPipeline:
         needed = self._region_memo.get(key)
         if needed is None:
             # evaluating the region Exprs costs far more than a small realize: memoize
-            env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
-                   for k, v in env.items()}
-            needed = {}
-            for name, dims in regions:
-                rs = []
-                for lo_e, ext_e in dims:
-                    lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
-                    rs.append((lo, lo + ext - 1) if ext > 0 else None)
-                needed[name] = rs
-            needed[_OUTPUTS] = _output_regions(self.pipeline, out_sizes, images, params)
+            needed = {_OUTPUTS: _output_regions(self.pipeline, out_sizes, images, params)}
+            if regions:
+                env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                       for k, v in env.items()}
+                for name, dims in regions:
+                    rs = []
+                    for lo_e, ext_e in dims:
+                        lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
+                        rs.append((lo, lo + ext - 1) if ext > 0 else None)
+                    needed[name] = rs
+            elif images:
+                _check_with_analysis(self.pipeline, out_sizes, images, params)
             if len(self._region_memo) > 256:
                 self._region_memo.clear()
             self._region_memo[key] = needed
@@ -186,20 +190,29 @@ _OUTPUTS = "<outputs>"
 
 def _output_regions(pipeline, out_sizes, images, params) -> dict:
     """The region of each output the pipeline touches (its own updates, other Funcs
-    reading it), from the interval analysis; {} when the analysis cannot tell."""
+    reading it), from the interval analysis.  ``BoundsError`` when an access has no
+    usable bound (a data-dependent index that nothing clamps): compiled code could
+    write anywhere, so it does not run, and the reference raises the same error."""
     from ...analysis.intervals import required_regions
     firsts = list(out_sizes.values())
     sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
     input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    try:
-        boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
-    except BoundsError:
-        return {}
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
     out = {}
     for name in out_sizes:
         box = boxes.get(name)
-        if box is not None and all(iv.lo is not None and iv.hi is not None for iv in box):
-            out[name] = [(int(np.floor(float(iv.lo))), int(np.ceil(float(iv.hi)))) for iv in box]
+        if box is None:
+            continue
+        rs = []
+        for d, iv in enumerate(box):
+            lo, hi = iv.lo, iv.hi
+            if lo is None or hi is None or not np.isfinite(float(lo)) or \
+                    not np.isfinite(float(hi)):
+                raise BoundsError(f"realize(): output {name} is accessed in dimension {d} "
+                                  f"over [{lo}, {hi}], which has no usable bound; clamp the "
+                                  "coordinates that read or write it")
+            rs.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
+        out[name] = rs
     return out
 
 
