@@ -75,7 +75,8 @@ def _check_arguments(pipeline, schedule) -> None:
         raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
 
 
-def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None):  # noqa: A001
+def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None,  # noqa: A001
+            checked=False):
     """Compile ``pipeline`` under ``schedule`` (None: the default schedule, every Func
     inlined or computed at root as lowering decides) for the host CPU, or with the
     CUDA backend when the schedule targets "cuda" or ``target`` is a GPU.
@@ -83,12 +84,18 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     ``target``: None, ``"cpu"``, ``"cuda"``, a spec name or a ``HardwareSpec`` (CPU code
     is always generated for the host CPU's features).  ``num_threads``: the thread team for parallel loops.
     ``cache_dir``: where compiled objects are cached (``False`` disables the cache).
+    ``checked``: a checked build (CPU): every load and store is tested against the buffer
+    it accesses, and an access outside raises ``RealizeError`` naming the Func, the
+    coordinate and the range allowed (slower: for debugging and fuzzing).
     """
     from .cpu.jit import DiskCache, default_cache_dir
     from .cpu.parallel import resolve_num_threads
 
     _check_arguments(pipeline, schedule)
     kind, spec = _route(schedule, target)
+    if kind == "cuda" and checked:
+        raise TilesolveError("ts.compile: checked=True is for CPU code; the CUDA backend's "
+                             "emulate_cuda runs the same kernels on the CPU for debugging")
     if kind == "cuda":
         # The CUDA backend: without pycuda and a GPU this raises CudaUnavailableError,
         # naming build_cuda (compile only) and emulate_cuda (run on the CPU) instead.
@@ -114,11 +121,11 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     t0 = time.perf_counter()
     lowered = lower(pipeline, schedule, target="cpu")
     return compile_lowered(pipeline, lowered, schedule=schedule, num_threads=num_threads,
-                           cache=cache, _t0=t0)
+                           cache=cache, checked=checked, _t0=t0)
 
 
 def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, cache=None,
-                    _t0=None):
+                    checked: bool = False, _t0=None):
     """The back half of :func:`compile`: generate and JIT an already lowered pipeline
     (``cache``: a ``DiskCache`` or None).  For tests and tools that build loop IR by hand."""
     from .cpu.codegen import generate
@@ -128,7 +135,7 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
 
     t0 = time.perf_counter() if _t0 is None else _t0
     tgt = host_target()
-    generated = generate(lowered, tgt.info.triple, tgt.info.data_layout)
+    generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked))
     kernel = NativeKernel(generated, tgt, cache)
     seconds = time.perf_counter() - t0
     return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)

@@ -20,7 +20,11 @@ ABI of the generated entry function
 * ``num_threads``: the size of the thread team for parallel loops (``<= 0``: the runtime's
   default).
 * Returns 0, or an error code: 1 = a heap allocation failed (the rest of that
-  allocation's scope was skipped; the outputs are incomplete).
+  allocation's scope was skipped; the outputs are incomplete); 2 (checked builds only) =
+  an access fell outside its buffer and was skipped.
+* Checked builds: ``scalars`` has three more slots after the Params, where the first
+  fault is written: the buffer's place in ``GeneratedModule.fault_names``, the flat
+  index, and the last index the buffer owns.
 
 Outputs must not overlap inputs or each other: every buffer pointer is ``noalias``.
 The entry unpacks its arguments and calls ``ts_<name>.impl`` (internal, inlined by O3),
@@ -76,14 +80,18 @@ class GeneratedModule:
     buffer_args: tuple         # Arguments, in the order of ``buffers``
     scalar_args: tuple         # Arguments, in the order of ``scalars``
     notes: tuple               # remarks: loops not vectorized, allocations moved...
+    checked: bool = False      # every access tested against its buffer (see the ABI)
+    fault_names: tuple = ()    # checked builds: buffer names, by the id a fault records
 
 
 def entry_name(pipeline_name: str) -> str:
     return "ts_" + re.sub(r"\W", "_", pipeline_name)
 
 
-def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "") -> GeneratedModule:
-    """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI)."""
+def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
+             checked: bool = False) -> GeneratedModule:
+    """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
+    ``checked``: test every load and store against the buffer it accesses."""
     module = ir.Module(name=lowered.name)
     if triple:
         module.triple = triple
@@ -92,12 +100,14 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
     notes: list[str] = []
     bufs, scalars = lowered.buffer_args(), lowered.scalar_args()
     name = entry_name(lowered.name)
-    impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes)
-    _emit_entry(module, name, impl, bufs, scalars)
-    return GeneratedModule(str(module), name, bufs, scalars, tuple(notes))
+    fault_names: list[str] | None = [] if checked else None
+    impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names)
+    _emit_entry(module, name, impl, bufs, scalars, checked)
+    return GeneratedModule(str(module), name, bufs, scalars, tuple(notes), checked,
+                           tuple(fault_names or ()))
 
 
-def _impl_params(bufs, scalars):
+def _impl_params(bufs, scalars, checked: bool):
     params = []
     for a in bufs:
         params.append((a.name, mem_type(a.type).as_pointer()))
@@ -106,12 +116,15 @@ def _impl_params(bufs, scalars):
             params.append((f"{a.name}.stride.{d}", I32))
     for a in scalars:
         params.append((a.name, llvm_type(a.type)))
+    if checked:
+        params.append(("fault", I64.as_pointer()))
     params.append(("num_threads", I32))
     return params
 
 
-def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
-    params = _impl_params(bufs, scalars)
+def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names) -> ir.Function:
+    checked = fault_names is not None
+    params = _impl_params(bufs, scalars, checked)
     fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
@@ -122,7 +135,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
         if pname in buf_names:
             arg.add_attribute("noalias")
             buffers[pname] = Buffer(arg, buf_names[pname].type, buf_names[pname].is_output)
-        elif pname != "num_threads":
+        elif pname not in ("num_threads", "fault"):
             env[pname] = arg
     for a in bufs:
         # dense rows: dimension 0 has stride 1, so x-contiguous accesses are vector loads
@@ -130,13 +143,37 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     err = b.alloca(I32, name="err")
     b.store(ir.Constant(I32, 0), err)
-    em = FnEmitter(module, fn, b, env, buffers, err, fn.args[-1], notes, in_parallel=False)
+    fault = fn.args[-2] if checked else None
+    em = FnEmitter(module, fn, b, env, buffers, err, fn.args[-1], notes, in_parallel=False,
+                   fault=fault, fault_names=fault_names)
+    if checked:
+        for a in bufs:
+            buffers[a.name] = _argument_range(em, a, buffers[a.name])
     em.emit_stmt(lowered.body)
     b.ret(b.load(err))
     return fn
 
 
-def _emit_entry(module, name, impl, bufs, scalars) -> None:
+def _argument_range(em, a, buf: Buffer) -> Buffer:
+    """``buf`` with the flat index range an argument array owns: per dimension,
+    ``(extent - 1) * stride`` added to the top (or, negative, to the bottom); an empty
+    array owns nothing."""
+    b = em.b
+    zero, lo, hi = ir.Constant(I64, 0), ir.Constant(I64, 0), ir.Constant(I64, 0)
+    empty = ir.Constant(ir.IntType(1), 0)
+    for d in range(a.dims):
+        ext = b.sext(em.lookup(f"{a.name}.extent.{d}"), I64)
+        st = b.sext(em.lookup(f"{a.name}.stride.{d}"), I64)
+        empty = b.or_(empty, b.icmp_signed("<=", ext, zero))
+        term = b.mul(b.sub(ext, ir.Constant(I64, 1)), st)
+        neg = b.icmp_signed("<", term, zero)
+        lo = b.add(lo, b.select(neg, term, zero))
+        hi = b.add(hi, b.select(neg, zero, term))
+    hi = b.select(empty, ir.Constant(I64, -1), hi)
+    return Buffer(buf.ptr, buf.type, buf.is_output, lo, hi, em.fault_id(a.name))
+
+
+def _emit_entry(module, name, impl, bufs, scalars, checked: bool = False) -> None:
     i8pp = I8.as_pointer().as_pointer()
     fnty = ir.FunctionType(I32, [i8pp, I32.as_pointer(), I64.as_pointer(), I32])
     fn = ir.Function(module, fnty, name)
@@ -159,6 +196,8 @@ def _emit_entry(module, name, impl, bufs, scalars) -> None:
         else:
             v = b.trunc(raw, t)
         args.append(v)
+    if checked:
+        args.append(b.gep(pscal, [ir.Constant(I32, len(scalars))], inbounds=True))
     args.append(nthreads)
     b.ret(b.call(impl, args))
 
@@ -190,11 +229,12 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
     """Emits statements into one LLVM function (the entry's impl or an outlined body)."""
 
     def __init__(self, module, fn, builder, env, buffers, err_ptr, num_threads, notes,
-                 in_parallel):
+                 in_parallel, fault=None, fault_names=None):
         self.module, self.fn, self.b = module, fn, builder
         self.env, self.buffers = env, buffers
         self.err_ptr, self.num_threads = err_ptr, num_threads
         self.notes, self.in_parallel = notes, in_parallel
+        self.fault, self.fault_names = fault, fault_names   # checked builds (i64*, names)
         self.lanes = 1
         self.mask = None           # <W x i1> inside a varying IfThenElse of a vector loop
         self.cache = [{}]
@@ -400,18 +440,32 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         env_names = sorted(n for n in used if n in self.env)
         buf_names = sorted(n for n in used if n in self.buffers)
         captured = [self.env[n] for n in env_names] + [self.buffers[n].ptr for n in buf_names]
-        captured += [mn, self.err_ptr]
-        noalias = [False] * len(env_names) + [True] * len(buf_names) + [False, False]
+        checked = self.fault is not None
+        ranges = [v for n in buf_names for v in (self.buffers[n].lo, self.buffers[n].hi)
+                  if checked and self.buffers[n].lo is not None]
+        captured += ranges + ([self.fault] if checked else []) + [mn, self.err_ptr]
+        noalias = [False] * len(env_names) + [True] * len(buf_names) + \
+            [False] * (len(ranges) + checked + 2)
         buf_info = {n: self.buffers[n] for n in buf_names}
-        module, notes = self.module, self.notes
+        module, notes, fault_names = self.module, self.notes, self.fault_names
 
         def body(bld, i, caps):
             env = dict(zip(env_names, caps))
+            k = len(env_names)
             bufs = {n: Buffer(p, buf_info[n].type, buf_info[n].is_output)
-                    for n, p in zip(buf_names, caps[len(env_names):])}
+                    for n, p in zip(buf_names, caps[k:k + len(buf_names)])}
+            k += len(buf_names)
+            fault = None
+            if checked:
+                for n in buf_names:
+                    if buf_info[n].lo is not None:
+                        bufs[n] = Buffer(bufs[n].ptr, bufs[n].type, bufs[n].is_output,
+                                         caps[k], caps[k + 1], buf_info[n].id)
+                        k += 2
+                fault = caps[k]
             cmin, err = caps[-2], caps[-1]
             sub = FnEmitter(module, bld.function, bld, env, bufs, err, None, notes,
-                            in_parallel=True)
+                            in_parallel=True, fault=fault, fault_names=fault_names)
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)

@@ -30,6 +30,14 @@ has its own); everything else is ``aligned_alloc(64, bytes)`` + ``free`` around 
 body.  If the C library returns NULL the body is skipped and error code
 :data:`ERR_ALLOC` is stored (atomically) in the function's error slot, which the entry
 point returns.
+
+Checked builds (``generate(..., checked=True)``): every load and store first tests its
+flat index (each active lane's) against the range its buffer owns: an argument's
+``[sum min(0, (extent-1)*stride), sum max(0, (extent-1)*stride)]``, an allocation's
+``[0, count - 1]``.  An access outside is skipped (a load gives 0), error code
+:data:`ERR_BOUNDS` is set and the first fault is recorded in the fault slots
+``(buffer id, flat index, last valid index)``, which the caller turns into an error
+naming the Func and the coordinate.
 """
 from __future__ import annotations
 
@@ -46,6 +54,7 @@ from .codegen_lanes import Guarded, Ramp, is_varying
 
 STACK_LIMIT_BYTES = 64 * 1024
 ERR_ALLOC = 1
+ERR_BOUNDS = 2
 _DENSE_STRIDE_MAX = 4
 
 
@@ -56,6 +65,9 @@ class Buffer:
     ptr: ir.Value
     type: Type
     is_output: bool = False
+    lo: ir.Value | None = None     # checked builds: the flat index range owned (i64)
+    hi: ir.Value | None = None
+    id: int = -1                   # checked builds: the name's place in the fault table
 
 
 class MemoryEmitter:
@@ -95,7 +107,8 @@ class MemoryEmitter:
         idx = self.emit(e.index, index=True)
         b = self.b
         if not is_varying(idx):
-            v = b.load(self._addr(buf, idx), align=max(1, buf.type.bytes))
+            v = self._checked_load(buf, idx, lambda: b.load(self._addr(buf, idx),
+                                                            align=max(1, buf.type.bytes)))
         elif isinstance(idx, Guarded):
             with b.if_else(idx.cond, likely=True) as (fast, slow):
                 with fast:
@@ -113,6 +126,9 @@ class MemoryEmitter:
 
     def _load_lanes(self, buf: Buffer, idx):
         """A W-lane load at a Ramp or a vector of indices."""
+        return self._checked_load(buf, idx, lambda: self._unchecked_load_lanes(buf, idx))
+
+    def _unchecked_load_lanes(self, buf: Buffer, idx):
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
@@ -182,10 +198,13 @@ class MemoryEmitter:
         if not is_varying(idx):
             if self.mask is not None:       # the last active lane's value ends up there
                 v = self._to_mem(self.vec(value), buf.type)
-                return self._scatter(buf, self.vec(idx), v)
+                vi = self.vec(idx)
+                return self._checked_store(buf, vi, lambda: self._scatter(buf, vi, v))
             if is_varying(value):
                 value = b.extract_element(self.vec(value), ir.Constant(I32, w - 1))
-            b.store(self._to_mem(value, buf.type), self._addr(buf, idx), align=align)
+            value = self._to_mem(value, buf.type)
+            self._checked_store(buf, idx, lambda: b.store(value, self._addr(buf, idx),
+                                                          align=align))
             return
         v = self._to_mem(self.vec(value), buf.type)
         if isinstance(idx, Guarded):
@@ -198,6 +217,9 @@ class MemoryEmitter:
             self._store_lanes(buf, idx, v)
 
     def _store_lanes(self, buf: Buffer, idx, v) -> None:
+        self._checked_store(buf, idx, lambda: self._unchecked_store_lanes(buf, idx, v))
+
+    def _unchecked_store_lanes(self, buf: Buffer, idx, v) -> None:
         b, w = self.b, self.lanes
         if isinstance(idx, Ramp) and idx.stride == 1:
             self._dense_store(buf, idx.base, v, self.mask)
@@ -236,6 +258,84 @@ class MemoryEmitter:
                 with b.if_then(b.extract_element(self.mask, lane)):
                     store()
 
+    # -- checked builds ----------------------------------------------------------------
+    def _checked_load(self, buf: Buffer, idx, load):
+        """``load()``, or (checked build, some active lane outside ``buf``) zero."""
+        bad = self._bad_access(buf, idx)
+        if bad is None:
+            return load()
+        b = self.b
+        with b.if_else(bad, likely=False) as (then, otherwise):
+            with otherwise:
+                v_ok = load()
+                bb_ok = b.block
+            with then:
+                bb_bad = b.block
+        v = b.phi(v_ok.type)
+        v.add_incoming(v_ok, bb_ok)
+        v.add_incoming(ir.Constant(v_ok.type, None), bb_bad)
+        return v
+
+    def _checked_store(self, buf: Buffer, idx, store) -> None:
+        bad = self._bad_access(buf, idx)
+        if bad is None:
+            store()
+            return
+        with self.b.if_then(self.b.not_(bad), likely=True):
+            store()
+
+    def _bad_access(self, buf: Buffer, idx):
+        """None outside checked builds; else an i1 that is true when some active lane of
+        the access at ``idx`` falls outside ``buf``, having recorded the first such lane."""
+        if self.fault is None or buf.lo is None:
+            return None
+        b = self.b
+        if not is_varying(idx):
+            i = b.sext(idx, I64)
+            bad = b.or_(b.icmp_signed("<", i, buf.lo), b.icmp_signed(">", i, buf.hi))
+            with b.if_then(bad, likely=False):
+                self._record_fault(buf, i)
+            return bad
+        w = self.lanes
+        vi = b.sext(self.vec(idx), ir.VectorType(I64, w))
+        lanes = b.or_(b.icmp_signed("<", vi, self.vec(buf.lo)),
+                      b.icmp_signed(">", vi, self.vec(buf.hi)))
+        if self.mask is not None:
+            lanes = b.and_(lanes, self.mask)
+        iw = ir.IntType(w)
+        bits = b.bitcast(lanes, iw)
+        bad = b.icmp_unsigned("!=", bits, ir.Constant(iw, 0))
+        with b.if_then(bad, likely=False):
+            cttz = self.declare(f"llvm.cttz.i{w}", iw, [iw, ir.IntType(1)])
+            first = b.call(cttz, [bits, ir.Constant(ir.IntType(1), 1)])
+            lane = b.zext(first, I32) if w < 32 else (b.trunc(first, I32) if w > 32 else first)
+            self._record_fault(buf, b.extract_element(vi, lane))
+        return bad
+
+    def _record_fault(self, buf: Buffer, index) -> None:
+        """The first fault of a run: (buffer id, flat index, last valid index), then
+        :data:`ERR_BOUNDS` in the error slot."""
+        b = self.b
+        cur = b.load_atomic(self.err_ptr, "monotonic", 4)
+        with b.if_then(b.icmp_signed("==", cur, ir.Constant(I32, 0))):
+            for k, v in enumerate((ir.Constant(I64, buf.id), index, buf.hi)):
+                b.store(v, b.gep(self.fault, [ir.Constant(I32, k)], inbounds=True))
+            self.set_error(ERR_BOUNDS)
+
+    def checked_buffer(self, name: str, buf: Buffer, count) -> Buffer:
+        """``buf`` with the range ``[0, count - 1]`` it owns (checked builds)."""
+        if self.fault is None:
+            return buf
+        hi = count - 1 if isinstance(count, int) else self.b.sub(count, ir.Constant(I64, 1))
+        return Buffer(buf.ptr, buf.type, buf.is_output, ir.Constant(I64, 0),
+                      ir.Constant(I64, hi) if isinstance(hi, int) else hi,
+                      self.fault_id(name))
+
+    def fault_id(self, name: str) -> int:
+        if name not in self.fault_names:
+            self.fault_names.append(name)
+        return self.fault_names.index(name)
+
     # -- allocations -------------------------------------------------------------------
     @contextlib.contextmanager
     def allocation(self, s):
@@ -249,7 +349,8 @@ class MemoryEmitter:
                 count *= max(0, c)
             if s.memory != "heap" and count * nbytes <= STACK_LIMIT_BYTES:
                 ptr = self._entry_alloca(elem, max(1, count), s.name)
-                with self._with_buffer(s.name, Buffer(ptr, s.type)):
+                buf = self.checked_buffer(s.name, Buffer(ptr, s.type), count)
+                with self._with_buffer(s.name, buf):
                     yield
                 return
         if s.memory != "heap":
@@ -272,12 +373,14 @@ class MemoryEmitter:
     def _heap_allocation(self, s, elem, nbytes: int):
         b = self.b
         size = ir.Constant(I64, nbytes)
+        count = ir.Constant(I64, 1)
         overflow = ir.Constant(ir.IntType(1), 0)
         for ext in s.extents:
             x = b.sext(self.scalar(ext), I64)
             x = b.select(b.icmp_signed("<", x, ir.Constant(I64, 0)), ir.Constant(I64, 0), x)
             prod = b.smul_with_overflow(size, x)
             size = b.extract_value(prod, 0)
+            count = b.mul(count, x)
             overflow = b.or_(overflow, b.extract_value(prod, 1))
         # an impossible size makes aligned_alloc fail, which reports ERR_ALLOC
         size = b.select(overflow, ir.Constant(I64, -128), size)
@@ -297,7 +400,8 @@ class MemoryEmitter:
         b.branch(done_bb)
         b.position_at_end(ok_bb)
         ptr = b.bitcast(raw, elem.as_pointer(), name=s.name)
-        with self._with_buffer(s.name, Buffer(ptr, s.type)):
+        buf = self.checked_buffer(s.name, Buffer(ptr, s.type), count)
+        with self._with_buffer(s.name, buf):
             yield
         b.call(free, [raw])
         b.branch(done_bb)

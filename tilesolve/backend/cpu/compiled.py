@@ -27,7 +27,7 @@ import numpy as np
 from ...errors import BoundsError, LoweringError, RealizeError
 from ...model.evaluate import eval_scalar
 from .codegen import GeneratedModule
-from .codegen_memory import ERR_ALLOC
+from .codegen_memory import ERR_ALLOC, ERR_BOUNDS
 from .runtime import NativeKernel
 
 __all__ = ["CompiledPipeline"]
@@ -93,7 +93,11 @@ class CompiledPipeline:
             _check_int32_span(a.name, arr)
             bufs.append(arr)
         scalars = [params[a.name] for a in self.generated.scalar_args]
-        rc = self._kernel(bufs, scalars, self.num_threads)
+        fault = [0, 0, 0]
+        rc = self._kernel(bufs, scalars, self.num_threads, fault)
+        if rc == ERR_BOUNDS and self.generated.checked:
+            raise RealizeError(_fault_message(self.lowered.name, self.generated.fault_names,
+                                              fault, arrays, self.pipeline))
         if rc == ERR_ALLOC:
             raise MemoryError(f"{self.lowered.name}: a heap allocation failed in the compiled "
                               "code; the outputs are incomplete")
@@ -214,6 +218,29 @@ def _output_regions(pipeline, out_sizes, images, params) -> dict:
             rs.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
         out[name] = rs
     return out
+
+
+def _fault_message(pipeline_name: str, names, fault, arrays: dict, pipeline) -> str:
+    """A checked build's first fault, as the Func (or input), coordinate and range."""
+    which, index, last = fault
+    name = names[which] if 0 <= which < len(names) else f"#{which}"
+    head = f"{pipeline_name} (checked build): "
+    arr = arrays.get(name)
+    if arr is None:
+        return (f"{head}Func {name} is accessed at element {index} of its allocation, "
+                f"outside [0, {last}] (the elements allocated); its allocation is smaller than "
+                "what the program touches, a lowering bug: please report it with the schedule")
+    what = "output" if name in pipeline.output_names else "input"
+    strides = [s // arr.itemsize for s in reversed(arr.strides)]
+    shape = list(reversed(arr.shape))
+    coord, rest = [0] * len(shape), index
+    for d in sorted(range(len(shape)), key=lambda d: -abs(strides[d])):
+        coord[d], rest = divmod(rest, strides[d]) if strides[d] else (0, rest)
+    span = ", ".join(f"[0, {n - 1}]" for n in shape)
+    return (f"{head}{what} {name} is accessed at {tuple(coord)} (element {index}), outside "
+            f"the coordinates it has ({span}, innermost first): the compiled program "
+            "touches memory it does not own, a lowering bug: please report it with the "
+            "schedule")
 
 
 def _eval_int(e, env) -> int:

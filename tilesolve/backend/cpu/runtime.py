@@ -43,10 +43,12 @@ class NativeKernel:
         self.jit = JitModule(gen.ir_text, target, cache)
         self._fn = ENTRY_PROTOTYPE(self.jit.address(gen.entry))
 
-    def __call__(self, arrays, scalars=(), num_threads: int = 0) -> int:
+    def __call__(self, arrays, scalars=(), num_threads: int = 0, fault=None) -> int:
         """Run the entry; ``arrays`` are numpy arrays whose strides are multiples of their
         itemsize and whose last axis (dimension 0) is dense, stride = itemsize (the code
-        assumes it); axes reversed: array axis -1 is dimension 0.  Returns the error code."""
+        assumes it); axes reversed: array axis -1 is dimension 0.  Returns the error code.
+        Checked builds: the first fault (buffer id, flat index, last valid index) is
+        written into the list ``fault`` when one is given."""
         gen = self.generated
         if len(arrays) != len(gen.buffer_args) or len(scalars) != len(gen.scalar_args):
             raise TypeError(f"{gen.entry} takes {len(gen.buffer_args)} arrays and "
@@ -60,7 +62,11 @@ class NativeKernel:
                 dims.append(ext)
                 dims.append(st // size)
         cdims = (ctypes.c_int32 * max(1, len(dims)))(*dims)
-        cscal = (ctypes.c_int64 * max(1, len(scalars)))(
+        extra = 3 if gen.checked else 0
+        cscal = (ctypes.c_int64 * max(1, len(scalars) + extra))(
             *[pack_scalar(v, a.type) for v, a in zip(scalars, gen.scalar_args)])
-        return self._fn(ptrs, cdims, cscal, int(num_threads))   # ``arrays`` stay alive
+        rc = self._fn(ptrs, cdims, cscal, int(num_threads))     # ``arrays`` stay alive
+        if extra and fault is not None:
+            fault[:] = list(cscal[len(scalars):len(scalars) + 3])
+        return rc
 
