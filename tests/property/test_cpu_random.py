@@ -9,8 +9,10 @@ block/thread loops split at barriers).  Each example is lowered, generated, comp
 LLVM and realized; the result must equal ``ts.reference.realize``: exactly for integers,
 within 1e-6 for floats.  When an output would be touched beyond the size asked for
 (its own update writes further, or another output reads it further) ``realize`` must
-refuse with a RealizeError instead.  Compiling costs about a second per example, so these
-tests run a third of the profile's examples.
+refuse with a RealizeError instead; so must both when an input is read below 0.  The
+compiled code is a checked build (every access tested against its buffer).  An example
+costs about 0.15 s, so each test runs ten times the profile's examples: 250 each under
+``ci`` (500 pipeline x schedule pairs), 10,000 each under ``fuzz``.
 """
 from __future__ import annotations
 
@@ -27,15 +29,18 @@ from tilesolve.backend.compile import compile_lowered
 from tilesolve.errors import LoweringError, RealizeError, ScheduleError
 from tilesolve.lower import input_regions, lower
 
-_SETTINGS = settings(max_examples=max(5, settings().max_examples // 3),
+_SETTINGS = settings(max_examples=max(5, settings().max_examples * 10),
                      suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
 def _inputs(case, sizes, lowered, rng):
-    """Arrays for every input covering what both the reference and the compiled code
-    read, or None if either reads an input (without boundary condition) below 0."""
+    """``(arrays, below)``: arrays for every input covering what both the reference and
+    the compiled code read; ``below`` when the pipeline reads an input (without boundary
+    condition) below 0, which no array can cover.  None when the compiled code reads
+    more of a fixed-size input than the reference does (rounded-up tiles)."""
     pipe = case.pipeline
     shapes = {}
+    below = False
     ref = required_regions(pipe, sizes, input_sizes=case.input_sizes)
     for name, img in pipe.images.items():
         if name in case.input_sizes:
@@ -43,8 +48,8 @@ def _inputs(case, sizes, lowered, rng):
             continue
         box = ref.get(name)
         if box is not None and any(iv.lo < 0 for iv in box):
-            return None
-        shapes[name] = [1] * img.dims if box is None else [int(iv.hi) + 1 for iv in box]
+            below = True
+        shapes[name] = [1] * img.dims if box is None else [max(1, int(iv.hi) + 1) for iv in box]
     out_sizes = {o: sizes for o in pipe.output_names}
     for _ in range(4):          # the code's regions may depend on the input extents
         grown = False
@@ -53,7 +58,8 @@ def _inputs(case, sizes, lowered, rng):
             if any(hi < lo for lo, hi in region):
                 continue
             for d, (lo, hi) in enumerate(region):
-                if lo < 0 or (hi >= shapes[name][d] and name in case.input_sizes):
+                below = below or lo < 0
+                if hi >= shapes[name][d] and name in case.input_sizes:
                     return None
                 if hi >= shapes[name][d]:
                     shapes[name][d], grown = hi + 1, True
@@ -68,7 +74,7 @@ def _inputs(case, sizes, lowered, rng):
             arrays[name] = rng.integers(0, min(256, 1 << t.bits), shape).astype(t.dtype)
         else:
             arrays[name] = rng.integers(-50, 50, shape).astype(t.dtype)
-    return arrays
+    return arrays, below
 
 
 def _check(data, gpu: bool):
@@ -89,9 +95,10 @@ def _check(data, gpu: bool):
         # tests/property/test_lowering_random.py reports; nothing to compile here
         assume(False)
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
-    inputs = _inputs(case, sizes, lowered, rng)
-    assume(inputs is not None)
-    compiled = compile_lowered(pipe, lowered, schedule=sched, num_threads=2)
+    made = _inputs(case, sizes, lowered, rng)
+    assume(made is not None)
+    inputs, below = made
+    compiled = compile_lowered(pipe, lowered, schedule=sched, num_threads=2, checked=True)
     regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
     if not all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
                for iv, n in zip(regions[o], sizes)):
@@ -99,6 +106,12 @@ def _check(data, gpu: bool):
             compiled.realize(sizes, **inputs)
         with pytest.raises(RealizeError, match=r"output \w+ is accessed at -?\d+, which is "):
             ts.reference.realize(pipe, sizes, **inputs)      # the oracle agrees
+        return
+    if below:        # an input read below 0: both refuse, naming the input
+        with pytest.raises(RealizeError, match=r"input '?\w+'? "):
+            compiled.realize(sizes, **inputs)
+        with pytest.raises(RealizeError, match=r"input '?\w+'? "):
+            ts.reference.realize(pipe, sizes, **inputs)
         return
     want = ts.reference.realize(pipe, sizes, **inputs)
     got = compiled.realize(sizes, **inputs)

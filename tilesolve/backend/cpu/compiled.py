@@ -177,16 +177,16 @@ class CompiledPipeline:
             if len(self._region_memo) > 256:
                 self._region_memo.clear()
             self._region_memo[key] = needed
-        for name, rs in needed.items():
-            if name in images:
-                _check_input(name, images[name], rs)
-        for name, box in needed[_OUTPUTS].items():
+        for name, box in needed[_OUTPUTS].items():       # outputs first, as the reference
             for d, ((lo, hi), n) in enumerate(zip(box, out_sizes[name])):
                 if lo < 0 or hi >= n:
                     raise RealizeError(
                         f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
                         f"dimension {d} but its size there is {n}: the pipeline reads or "
                         f"updates {name} beyond the size asked for; realize a larger {name}")
+        for name, rs in needed.items():
+            if name in images:
+                _check_input(name, images[name], rs)
 
 
 _OUTPUTS = "<outputs>"
