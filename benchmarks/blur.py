@@ -1,6 +1,6 @@
 """Benchmark: the 3x3 box blur (repeat_edge) compiled by tilesolve vs numpy vs bandwidth.
 
-    /work/venv/bin/python benchmarks/blur.py [--size 6400x4800] [--repeats 9]
+    python benchmarks/blur.py [--size 6400x4800] [--repeats 9]
                                              [--threads N] [--tiles 256x32,128x64]
 
 Everything is measured in one run on this machine: the copy bandwidth

@@ -1,6 +1,6 @@
 """Compile time of the CPU backend's JIT, cold vs from the disk cache, plus a sanity run.
 
-    /work/venv/bin/python benchmarks/cpu_infra.py [--kernels 24] [--threads N]
+    python benchmarks/cpu_infra.py [--kernels 24] [--threads N]
 
 Builds a module of realistic size by hand (no codegen needed): ``--kernels`` 3x3 stencil
 kernels, each a parallel loop over rows (libgomp) around a scalar loop over columns that

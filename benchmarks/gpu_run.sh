@@ -2,7 +2,7 @@
 # Measure the CUDA backend (the blur and the apps) on a real H100/H200. Not run in CI.
 #
 # Two phases, because the GPU machine has no nvcc and no pycuda, and the development
-# machine has no GPU (see /work/shared/gpu/README.md):
+# machine has no GPU (docs/gpu.md explains the setup):
 #
 #   bash benchmarks/gpu_run.sh prepare      # development machine: pycuda wheel + cubins
 #   bash benchmarks/gpu_run.sh run          # GPU machine, in the repository root
@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PHASE=${1:-help}
-PY=${PY:-/work/venv/bin/python}                  # the project's venv (phase 1)
+PY=${PY:-python}                                 # the project's environment (phase 1)
 SPEC=${SPEC:-h100}                               # H100 and H200 are both sm_90
 
 case "$PHASE" in
@@ -28,7 +28,7 @@ prepare)
     # the toolkit folder holding include/cuda.h (nvcc on the PATH may be a wrapper script)
     CUDA_ROOT=${CUDA_ROOT:-$(dirname "$(dirname "$(ls -d /usr/local/cuda*/include/cuda.h | tail -1)")")}
     TMPW=$(mktemp -d)
-    CUDA_ROOT="$CUDA_ROOT" bash /work/shared/gpu/build_pycuda_wheel.sh "$PY312" "$TMPW"
+    CUDA_ROOT="$CUDA_ROOT" bash benchmarks/build_pycuda_wheel.sh "$PY312" "$TMPW"
     mkdir -p .whl && cp "$TMPW"/pycuda-*.whl .whl/ && rm -rf "$TMPW"
     # 2. the pure-Python (and cp312) wheels pycuda and tilesolve import there
     "$PY312" -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
