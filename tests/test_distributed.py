@@ -337,3 +337,20 @@ def test_zarr_to_zarr_20000_squared(client, tmp_path):
     band = src[7000:7102]
     want = blur.numpy_reference({"input": band}, [n, 100], dtype="uint16")
     np.testing.assert_array_equal(res[7000:7100], want)
+
+
+def test_compiled_pipeline_has_to_dask_without_importing_distributed_first():
+    """``CompiledPipeline.to_dask`` is a method of the class itself, in a fresh process
+    where nothing imported ``tilesolve.distributed``."""
+    import subprocess
+    code = ("import numpy as np, tilesolve as ts, sys\n"
+            "from tilesolve.apps import blur\n"
+            "assert 'tilesolve.distributed' not in sys.modules\n"
+            "pipe, _ = blur.build([20, 16]); c = ts.compile(pipe)\n"
+            "img = np.random.default_rng(0).random((18, 22), dtype=np.float32)\n"
+            "got = c.to_dask([20, 16], chunks=(8, 8), input=img).compute(scheduler='sync')\n"
+            "np.testing.assert_allclose(got, c.realize([20, 16], input=img), rtol=1e-6)\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

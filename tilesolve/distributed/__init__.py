@@ -15,8 +15,9 @@ __all__ = ["to_dask", "warm_up", "chunk_regions", "chunk_plan", "process_stats",
 
 
 def attach(cls) -> None:
-    """Give ``cls`` (a compiled-pipeline class) the method ``to_dask(sizes, chunks=None,
-    **inputs)`` that calls :func:`to_dask`, unless it has one already."""
+    """Give ``cls`` (a compiled-pipeline class of another backend) the method
+    ``to_dask(sizes, chunks=None, **inputs)`` that calls :func:`to_dask`, unless it has one
+    already (the CPU backend's ``CompiledPipeline`` defines it)."""
     if hasattr(cls, "to_dask"):
         return
 
@@ -25,11 +26,3 @@ def attach(cls) -> None:
     method.__doc__ = to_dask.__doc__
     method.__name__ = "to_dask"
     cls.to_dask = method
-
-
-def _attach_cpu() -> None:
-    from ..backend.cpu.compiled import CompiledPipeline
-    attach(CompiledPipeline)
-
-
-_attach_cpu()      # importing tilesolve.distributed (or ts.distributed) adds compiled.to_dask

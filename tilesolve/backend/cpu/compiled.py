@@ -106,6 +106,13 @@ class CompiledPipeline:
         res = tuple(outputs[n] for n in self.pipeline.output_names)
         return res[0] if len(res) == 1 else res
 
+    def to_dask(self, sizes, chunks=None, *, num_threads: int = 1, **inputs_and_params):
+        """The outputs over ``sizes`` as lazy Dask arrays, one task per chunk (numpy or
+        Dask inputs, e.g. ``da.from_zarr``); see :func:`tilesolve.distributed.to_dask`.
+        Needs the ``dask`` extra."""
+        from ...distributed import to_dask       # optional dependency: imported on use
+        return to_dask(self, sizes, chunks, num_threads=num_threads, **inputs_and_params)
+
     def _outputs(self, out_sizes: dict, out) -> dict:
         names = self.pipeline.output_names
         types = {n: self.pipeline.func(n).type for n in names}
