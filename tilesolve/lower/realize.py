@@ -22,8 +22,13 @@ region grown by every site its updates read or write.  The buffer covers
 every site written or read between its store and compute levels (so
 ``round_up`` tails and ``store_root`` get what they touch); its extents are
 constants whenever an upper bound is provable, so tile buffers can live on
-the stack.  Inside a GPU block (outside its thread loops) a ``Barrier``
-separates a producer's threads from its consumer's.
+the stack.  GPU buffers (and an explicit ``store_in`` of stack, register or
+shared) must have one: as in Halide, the extent is bounded through the lets
+and loops that enclose the allocation (``ExtentBounder``), so a tail tile's
+``min(tile, W - base)`` gets the constant size of a full tile; only the
+allocation's size (and so its strides) uses the bound, the region computed
+and the buffer's min stay exact.  Inside a GPU block (outside its thread
+loops) a ``Barrier`` separates a producer's threads from its consumer's.
 """
 from __future__ import annotations
 
@@ -68,61 +73,77 @@ def with_children(s: L.Stmt, kids: list) -> L.Stmt:
 
 
 def _descend(s: L.Stmt, make):
-    """Apply ``make`` below the lets and guards that open a loop body."""
+    """Apply ``make(body, env)`` below the lets and guards that open a loop body
+    (``env``: those lets, as ``enclosing`` entries)."""
     opening = []
     while isinstance(s, L.LetStmt) or (isinstance(s, L.IfThenElse) and s.else_case is None):
         opening.append(s)
         s = s.body if isinstance(s, L.LetStmt) else s.then_case
-    s = make(s)
+    s = make(s, tuple(("let", o.name, o.value) for o in opening if isinstance(o, L.LetStmt)))
     for o in reversed(opening):
         s = L.LetStmt(o.name, o.value, s) if isinstance(o, L.LetStmt) else L.IfThenElse(o.cond, s)
     return s
+
+
+# The insertion helpers call ``make(rest, kinds, env)``: ``kinds`` the kinds of
+# the loops around ``rest`` (outermost first), ``env`` what encloses it, outermost
+# first: ``("let", name, value)`` for a LetStmt, ``("for", name, min, extent)``
+# for a loop.  ``env`` lets allocations bound their extents by constants.
+def _enclosing(s: L.Stmt) -> tuple:
+    """The ``env`` entry ``s`` adds for its children (none for most statements)."""
+    if isinstance(s, L.LetStmt):
+        return (("let", s.name, s.value),)
+    if isinstance(s, L.For):
+        return (("for", s.name, s.min, s.extent),)
+    return ()
 
 
 def insert_top(body: L.Stmt, name: str, make, names) -> L.Stmt:
     stmts = list(body.stmts) if isinstance(body, L.Block) else [body]
     for i, s in enumerate(stmts):
         if B.uses(s, name, names):
-            return L.Block.make(stmts[:i] + [make(L.Block.make(stmts[i:]), ())])
+            return L.Block.make(stmts[:i] + [make(L.Block.make(stmts[i:]), (), ())])
     return body
 
 
-def _rebuild(s: L.Stmt, kinds: tuple):
+def _rebuild(s: L.Stmt, kinds: tuple, env: tuple = ()):
     """A ``trampoline`` step's generator: rebuild ``s`` from its children, each
-    visited with the loop kinds around it."""
+    visited with the loop kinds and the ``env`` around it."""
     k = kinds + (s.kind,) if isinstance(s, L.For) else kinds
+    e = env + _enclosing(s)
     kids = []
     for c in L.stmt_children(s):
-        kids.append((yield (c, k)))
+        kids.append((yield (c, k, e)))
     return with_children(s, kids)
 
 
 def insert_in_loop(body: L.Stmt, loop: str, make) -> tuple:
-    """Insert ``make(rest, kinds)`` inside every loop named ``loop``; (stmt, count)."""
+    """Insert ``make(rest, kinds, env)`` inside every loop named ``loop``; (stmt, count)."""
     count = [0]
 
     def step(item):
-        s, kinds = item
+        s, kinds, env = item
         if isinstance(s, L.For) and s.name == loop:
             count[0] += 1
-            k = kinds + (s.kind,)
-            return L.For(s.name, s.min, s.extent, s.kind, _descend(s.body, lambda r: make(r, k)))
+            k, e = kinds + (s.kind,), env + _enclosing(s)
+            return L.For(s.name, s.min, s.extent, s.kind,
+                         _descend(s.body, lambda r, opening: make(r, k, e + opening)))
         if not L.stmt_children(s):
             return s
-        return _rebuild(s, kinds)
-    return trampoline((body, ()), step), count[0]
+        return _rebuild(s, kinds, env)
+    return trampoline((body, (), ()), step), count[0]
 
 
 def insert_innermost(body: L.Stmt, name: str, make, names) -> L.Stmt:
     """Wrap every innermost statement whose own Exprs use ``name``."""
     def step(item):
-        s, kinds = item
+        s, kinds, env = item
         if not B.uses(s, name, names):
             return s
         if not isinstance(s, L.Block) and B.own_uses(s, name, names):
-            return make(s, kinds)
-        return _rebuild(s, kinds)
-    return trampoline((body, ()), step)
+            return make(s, kinds, env)
+        return _rebuild(s, kinds, env)
+    return trampoline((body, (), ()), step)
 
 
 def used_outside(body: L.Stmt, name: str, names) -> bool:
@@ -149,23 +170,164 @@ def wrap_lets(lets: list, s: L.Stmt) -> L.Stmt:
 # ---------------------------------------------------------------------------
 # Constant upper bounds of extents
 # ---------------------------------------------------------------------------
-def _push(e: E.Expr, depth: int = 0) -> E.Expr:
-    """Distribute + and - over min/max/select so that cancellations show."""
+def _pos_div(e: E.Expr):
+    """``k`` when ``e`` is an integer ``X / k`` with a constant ``k > 0``, else None."""
+    if (isinstance(e, E.BinOp) and e.op == "div" and isinstance(e.b, E.Const)
+            and not e.type.is_float() and int(e.b.value) > 0):
+        return e.b
+    return None
+
+
+def _push(e: E.Expr, depth: int = 0, memo: dict | None = None) -> E.Expr:
+    """Distribute + and - over min/max, and into a floor division by a constant
+    ``k > 0`` (``X / k + L = (X + k*L) / k``, ``L - X / k = (k*L - X + k - 1) / k``
+    for any integer ``L``), so that cancellations show.  Every step is exact."""
     if depth > 6 or not isinstance(e, E.BinOp) or e.op not in ("add", "sub"):
         return e
-    a, b = _push(e.a, depth + 1), _push(e.b, depth + 1)
+    memo = {} if memo is None else memo
+    key = (id(e), depth)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[1]
+    r = _push_step(e, depth, memo)
+    memo[key] = (e, r)          # e kept alive: its id stays its own
+    return r
+
+
+def _push_step(e: E.Expr, depth: int, memo: dict) -> E.Expr:
+    def push(x):
+        return _push(x, depth + 1, memo)
+    a, b = push(e.a), push(e.b)
     op = e.op
     if isinstance(a, E.BinOp) and a.op in ("min", "max"):
-        return E.BinOp(a.op, _push(simplify(E.binop(op, a.a, b)), depth + 1),
-                       _push(simplify(E.binop(op, a.b, b)), depth + 1))
+        return E.BinOp(a.op, push(simplify(E.binop(op, a.a, b))),
+                       push(simplify(E.binop(op, a.b, b))))
     if isinstance(b, E.BinOp) and b.op in ("min", "max"):
         m = b.op if op == "add" else ("max" if b.op == "min" else "min")
-        return E.BinOp(m, _push(simplify(E.binop(op, a, b.a)), depth + 1),
-                       _push(simplify(E.binop(op, a, b.b)), depth + 1))
+        return E.BinOp(m, push(simplify(E.binop(op, a, b.a))),
+                       push(simplify(E.binop(op, a, b.b))))
+    k = _pos_div(a)
+    if k is not None and not b.type.is_float():
+        return E.BinOp("div", push(simplify(E.binop(op, a.a, _unfloor(b * k)))), k)
+    k = _pos_div(b)
+    if k is not None and not a.type.is_float():
+        ak = _unfloor(a * k)
+        num = b.a + ak if op == "add" else ak - b.a + (k - 1)
+        return E.BinOp("div", push(simplify(num)), k)
     return simplify(E.binop(op, a, b))
 
 
-def const_upper(e: E.Expr):
+def _split_div(e: E.Expr) -> E.Expr:
+    """``(X + c) / k`` -> ``X / k + (X % k + c) / k`` (floor division, k > 1 a
+    constant): exact, and lets a tile's ``(b + 7) / 8 - b / 8`` cancel to
+    ``(b % 8 + 7) / 8``, which is at most 1."""
+    from ..model.visit import mutate
+
+    def fn(n):
+        if not (isinstance(n, E.BinOp) and n.op == "div" and isinstance(n.b, E.Const)
+                and not n.type.is_float() and int(n.b.value) > 1):
+            return None
+        a = n.a
+        if not (isinstance(a, E.BinOp) and a.op in ("add", "sub")):
+            return None
+        if isinstance(a.b, E.Const):
+            x, c = a.a, int(a.b.value) * (1 if a.op == "add" else -1)
+        elif isinstance(a.a, E.Const) and a.op == "add":
+            x, c = a.b, int(a.a.value)
+        else:
+            return None
+        if isinstance(x, E.Const):
+            return None
+        k = n.b
+        x = mutate(x, fn)
+        return x / k + (E.BinOp("mod", x, k) + E.Const(x.type, c)) / k
+    return mutate(e, fn)
+
+
+def _size(e: E.Expr, cap: int) -> int:
+    """The number of nodes of ``e``, counted up to ``cap + 1``."""
+    n = 0
+    for _ in walk(e):
+        n += 1
+        if n > cap:
+            break
+    return n
+
+
+def _unfloor(e: E.Expr) -> E.Expr:
+    """``(X / k) * m`` -> ``(X - X % k) * (m / k)`` where ``k > 0`` divides ``m``
+    (exact, floor division): a rounded-down tile start becomes something the
+    tile's loop variable cancels against."""
+    from ..model.visit import mutate
+
+    def fn(n):
+        if not (isinstance(n, E.BinOp) and n.op == "mul" and not n.type.is_float()):
+            return None
+        for d, m in ((n.a, n.b), (n.b, n.a)):
+            k = _pos_div(d)
+            if k is not None and isinstance(m, E.Const) and int(m.value) % int(k.value) == 0:
+                x = mutate(d.a, fn)
+                r = x - E.BinOp("mod", x, k)
+                q = int(m.value) // int(k.value)
+                return r if q == 1 else r * E.Const(n.type, q)
+        return None
+    return mutate(e, fn)
+
+
+def _as_div(n: E.Expr):
+    """``(Y, k)`` with ``n == Y / k`` (floor division, ``k > 0`` a constant) when
+    ``n`` is ``X / k`` plus or minus an integer Expr, else None."""
+    k = _pos_div(n)
+    if k is not None:
+        return n.a, k
+    if not (isinstance(n, E.BinOp) and n.op in ("add", "sub")) or n.type.is_float():
+        return None
+    a, b = n.a, n.b
+    k = _pos_div(a)
+    if k is not None:
+        return simplify(E.binop(n.op, a.a, _unfloor(b * k))), k
+    k = _pos_div(b)
+    if k is not None:
+        ak = _unfloor(a * k)
+        return simplify(b.a + ak if n.op == "add" else ak - b.a + (k - 1)), k
+    return None
+
+
+def _merge_divs(e: E.Expr) -> E.Expr:
+    """``(X / k1 + L) / k2`` -> ``(X + k1*L) / (k1*k2)`` bottom-up (exact for floor
+    division by positive constants), so that a pyramid level's
+    ``((m / 2 + 1) / 2 + 1) / 2`` compares with ``(m + 1) / 8``."""
+    if not isinstance(e, E.BinOp) or e.type.is_float():
+        return e
+    a, b = _merge_divs(e.a), _merge_divs(e.b)
+    if _pos_div(e) is not None:
+        inner = _as_div(a)
+        k = int(e.b.value) * int(inner[1].value) if inner is not None else 0
+        if inner is not None and k <= 1 << 20:
+            return E.BinOp("div", inner[0], E.Const(e.type, k))
+    if a is e.a and b is e.b:
+        return e
+    return E.BinOp(e.op, a, b)
+
+
+_CONST_UPPER_CACHE: dict = {}
+
+
+def const_upper(e: E.Expr, max_nodes: int = 80):
+    """``_const_upper``, remembered (Exprs are interned: the same Expr is the same
+    object; the cache keeps it alive so its id stays its own)."""
+    key = (id(e), max_nodes)
+    hit = _CONST_UPPER_CACHE.get(key)
+    if hit is not None:
+        return hit[1]
+    if len(_CONST_UPPER_CACHE) > 20000:
+        _CONST_UPPER_CACHE.clear()
+    r = _const_upper(e, max_nodes)
+    _CONST_UPPER_CACHE[key] = (e, r)
+    return r
+
+
+def _const_upper(e: E.Expr, max_nodes: int):
     """A provable constant upper bound of an int32 Expr, or None.
 
     The bound must not depend on the values of the free names: it is taken
@@ -176,16 +338,20 @@ def const_upper(e: E.Expr):
     e = simplify(e)
     if isinstance(e, E.Const):
         return int(e.value)
-    if sum(1 for _ in walk(e)) > 80:     # tile extents are small Exprs; skip the rest
+    if _size(e, max_nodes) > max_nodes:     # tile extents are small Exprs; skip the rest
         return None
-    p = _push(e)
-    free = {n.name for n in walk(p) if isinstance(n, (E.Var, E.Param, E.RVar))}
-    free |= {f"{n.image}.extent.{n.dim}" for n in walk(p) if isinstance(n, E.BufferExtent)}
-    hi = numeric_bounds(p)[1]
-    small = numeric_bounds(p, {n: (-(1 << 20), 1 << 20) for n in free})[1]
-    if hi is None or hi != small or hi > 1 << 20:   # a constant only worth it for tiles
-        return None
-    return int(hi)
+    best = None
+    e = simplify(_merge_divs(simplify(_unfloor(e))))
+    memo: dict = {}
+    for p in (_push(e, 0, memo), _push(simplify(_split_div(e)), 0, memo)):
+        free = {n.name for n in walk(p) if isinstance(n, (E.Var, E.Param, E.RVar))}
+        free |= {f"{n.image}.extent.{n.dim}" for n in walk(p) if isinstance(n, E.BufferExtent)}
+        hi = numeric_bounds(p)[1]
+        small = numeric_bounds(p, {n: (-(1 << 20), 1 << 20) for n in free})[1]
+        if hi is None or hi != small or hi > 1 << 20:   # a constant only worth it for tiles
+            continue
+        best = int(hi) if best is None else min(best, int(hi))
+    return best
 
 
 # ---------------------------------------------------------------------------
@@ -206,6 +372,7 @@ class Placer:
         # the order made (consumers first), so a producer's region refers to its
         # consumers' region Vars instead of repeating their Exprs.
         self.top_lets: list = []
+        self.output_lets = self._output_lets()
 
     def run(self) -> L.Stmt:
         plan = self.plan
@@ -215,16 +382,20 @@ class Placer:
             if name in plan.outputs or name in plan.inlined:
                 continue
             body = self.realize(name, body)
+        return wrap_lets(self.output_lets + self.top_lets, body)
+
+    def _output_lets(self) -> list:
+        """The outputs' region lets (min 0, extent the output buffer's), outermost."""
         lets = []
-        for o in plan.outputs:
-            f = plan.func(o)
+        for o in self.plan.outputs:
+            f = self.plan.func(o)
             for d, a in enumerate(f.args):
                 mn, ext = region_names(o, a.name, 1, True)
                 lets += [(mn, E.Const(T.int32, 0)), (ext, E.Var(f"{o}.extent.{d}"))]
                 if f.updates:
                     mn0, ext0 = region_names(o, a.name, 0, True)
                     lets += [(mn0, E.Var(mn)), (ext0, E.Var(ext))]
-        return wrap_lets(lets + self.top_lets, body)
+        return lets
 
     def _lets(self, lets, kinds, s):
         if kinds:
@@ -249,8 +420,8 @@ class Placer:
         comp, store = plan.compute[name], plan.store[name]
         same = store == comp or comp == ("innermost",)
 
-        def make(rest, kinds):
-            return self.make(name, rest, kinds, with_alloc=same)
+        def make(rest, kinds, env):
+            return self.make(name, rest, kinds, env, with_alloc=same)
         if comp == ("root",):
             body = insert_top(body, name, make, self.names)
         elif comp == ("innermost",):
@@ -258,8 +429,8 @@ class Placer:
         else:
             body = self._at(body, name, comp, make, "computed")
         if not same:
-            def alloc(rest, kinds):
-                return self.allocate(name, rest, kinds, [])
+            def alloc(rest, kinds, env):
+                return self.allocate(name, rest, kinds, [], env)
             if store == ("root",):
                 body = insert_top(body, name, alloc, self.names)
             else:
@@ -286,7 +457,8 @@ class Placer:
                                 f"the program yet: {c} must be a consumer of {name}")
         return body
 
-    def make(self, name: str, rest: L.Stmt, kinds: tuple, with_alloc: bool) -> L.Stmt:
+    def make(self, name: str, rest: L.Stmt, kinds: tuple, env: tuple,
+             with_alloc: bool) -> L.Stmt:
         plan = self.plan
         f = plan.func(name)
         demand = self.box(rest, name, writes=False)
@@ -325,9 +497,9 @@ class Placer:
         stmt = L.Block.make(parts)
         if not kinds:                       # hoisted: region lets before buffer lets
             self.top_lets.extend(lets)
-            return self.allocate(name, stmt, kinds, lets) if with_alloc else stmt
+            return self.allocate(name, stmt, kinds, lets, env) if with_alloc else stmt
         if with_alloc:
-            stmt = self.allocate(name, stmt, kinds, lets)
+            stmt = self.allocate(name, stmt, kinds, lets, env)
         return wrap_lets(lets, stmt)
 
     @staticmethod
@@ -338,33 +510,40 @@ class Placer:
                               f"({var}); clamp the index expressions that read it")
         return lo, hi
 
-    def allocate(self, name: str, stmt: L.Stmt, kinds: tuple, lets: list) -> L.Stmt:
-        """Allocate ``name`` around ``stmt`` (inside ``lets``), sized by what it touches."""
+    def allocate(self, name: str, stmt: L.Stmt, kinds: tuple, lets: list,
+                 env: tuple = ()) -> L.Stmt:
+        """Allocate ``name`` around ``stmt`` (inside ``lets``, inside ``env``), sized
+        by what it touches: each extent is a constant when one bounds it."""
         f = self.plan.func(name)
         # Writes suffice: every read is of a point some stage wrote (the
         # interpreter checks that); reads would only clutter the Exprs.
         box = self.box(stmt, name, reads=False)
         if box is None:
             return stmt
-        values = {}
-        for n, v in lets:
-            values[n] = simplify(_subst(v, values))
-        alets, extents, const = [], [], True
+        asked = self.plan.memory.get(name, "auto")
+        if "gpu_block" in kinds or "gpu_thread" in kinds or asked in ("stack", "register",
+                                                                      "shared"):
+            # Constant size needed (GPU arrays, an explicit store_in): bound through
+            # every enclosing let and loop.
+            bound = ExtentBounder.at(self.output_lets + self.top_lets, env, lets)
+        else:   # a constant size only chooses stack over heap: the Func's own lets
+            bound = ExtentBounder.at([], (), lets, try_nodes=80)
+        alets, extents, exact = [], [], []
         for d, a in enumerate(f.args):
             lo, hi = self._finite(name, box[d], d, a.name, "the buffer holds")
             ext = simplify(hi - lo + 1)
-            cu = const_upper(_subst(ext, values))
+            cu = bound(ext)
             if cu is not None:
                 ext = E.Const(T.int32, max(cu, 1))
-            else:
-                const = False
             mn_n, ext_n = buffer_names(name, d)
             alets += [(mn_n, lo), (ext_n, ext)]
             extents.append(E.Var(ext_n))
-        memory = self._memory(name, kinds, const, alets)
+            exact.append((a.name, ext if cu is not None else bound.shown(ext)))
+        memory = self._memory(name, kinds, exact, alets)
         return self._lets(alets, kinds, L.Allocate(name, f.type, tuple(extents), memory, stmt))
 
-    def _memory(self, name, kinds, const, alets) -> str:
+    def _memory(self, name, kinds, exact, alets) -> str:
+        const = all(isinstance(x, E.Const) for _, x in exact)
         asked = self.plan.memory.get(name, "auto")
         size = None
         if const:
@@ -373,8 +552,16 @@ class Placer:
                 size *= v.value
         if asked != "auto":
             if asked in ("stack", "register", "shared") and not const:
-                raise ScheduleError(f"Func {name}: store_in({asked!r}) needs a buffer of constant "
-                                    "size, but its extents depend on run-time values")
+                d, (var, x) = next((d, p) for d, p in enumerate(exact)
+                                   if not isinstance(p[1], E.Const))
+                runtime = _culprits(x)
+                why = (f"it depends on the run-time value of {', '.join(runtime)}" if runtime
+                       else "it depends on run-time values")
+                raise ScheduleError(
+                    f"Func {name}: store_in({asked!r}) needs a buffer of constant size, but its "
+                    f"extent in dimension {d} ({var}) has no constant upper bound ({why}): "
+                    f"{x}; compute it where the region it covers has a constant size (inside a "
+                    "tile of constant size), or store it in memory that may be sized at run time")
             return asked
         if not kinds:
             return "heap"
@@ -385,6 +572,115 @@ class Placer:
         if const and size <= STACK_LIMIT_BYTES:
             return "stack"
         return "heap"
+
+
+def _culprits(x: E.Expr) -> list:
+    """The run-time values (Params, input and output extents) that ``x`` has no
+    constant bound because of: those that, fixed alone, make it bounded, else
+    every one it names."""
+    from ..model.visit import mutate
+
+    def name(n):
+        if isinstance(n, E.Param):
+            return n.name
+        if isinstance(n, E.BufferExtent):
+            return f"{n.image}.extent({n.dim})"
+        if isinstance(n, E.Var) and ".extent." in n.name and ".s" not in n.name:
+            return n.name       # an output's extent (loop and region names have ".s0.")
+        return None
+    names = sorted({m for m in map(name, walk(x)) if m is not None})
+
+    def fixed(m):
+        return mutate(x, lambda n: E.Const(n.type, 1) if name(n) == m else None)
+    alone = [m for m in names
+             if not x.type.is_float() and const_upper(fixed(m)) is not None]
+    return alone or names
+
+
+class ExtentBounder:
+    """Constant upper bounds of an allocation's extents (Halide's rule for GPU
+    shared/register and stack buffers): the size of a full tile, which a tail
+    tile uses part of.  Only the allocation's size uses the bound; the region
+    computed stays exact.
+
+    ``bound(ext)`` takes ``const_upper`` of ``ext``, then of ``ext`` with the
+    lets that enclose the allocation substituted one level at a time (``top``:
+    the outputs' and hoisted program lets, then ``env``, then the Func's own
+    region ``lets``), so a tail tile's ``min(base + 63, W - 1) - base + 1``
+    shows as ``min(64, W - base)`` while names that cancel stay names.  Where
+    that finds no constant it bounds the extent over the ranges of the
+    enclosing loops, innermost first (``bounds.expr_bounds``), trying
+    ``const_upper`` after each.  None: no constant bound; ``shown(ext)`` is the
+    substituted Expr, for messages."""
+
+    # A tile extent that bounds shows its constant in a small Expr (at most ~40
+    # nodes in the apps); bigger ones only cost time in const_upper, and each
+    # substitution mostly grows them.
+    TRY_NODES, GIVE_UP_NODES = 60, 400
+
+    def __init__(self, defs: dict, loops: list = (), try_nodes: int | None = None):
+        self.defs, self.loops = defs, list(loops)     # loops: (name, min, extent), outermost first
+        self.try_nodes = self.TRY_NODES if try_nodes is None else try_nodes
+        self.last: dict = {}
+
+    @classmethod
+    def at(cls, top: list, env: tuple, lets: list, **kw) -> "ExtentBounder":
+        """The bounder for an allocation inside ``env`` (see ``insert_in_loop``)."""
+        defs, loops = {}, []
+        for n, v in top:
+            defs[n] = v
+        for entry in env:
+            if entry[0] == "let":
+                defs[entry[1]] = entry[2]
+            else:
+                loops.append(entry[1:])
+        for n, v in lets:
+            defs[n] = v
+        return cls(defs, loops, **kw)
+
+    def _expand(self, e: E.Expr):
+        """``e`` with the lets it names substituted once (None: it names none)."""
+        sub = {n.name: self.defs[n.name] for n in walk(e)
+               if isinstance(n, E.Var) and n.name in self.defs}
+        return simplify(_subst(e, sub)) if sub else None
+
+    def _deepen(self, e: E.Expr):
+        """(bound or None, the most substituted ``e`` tried)."""
+        for _ in range(64):
+            size = _size(e, self.GIVE_UP_NODES)
+            if size <= self.try_nodes:
+                cu = const_upper(e, self.try_nodes)
+                if cu is not None:
+                    return cu, e
+            if size > self.GIVE_UP_NODES:
+                break
+            nxt = self._expand(e)
+            if nxt is None or nxt is e:
+                break
+            e = nxt
+        return None, e
+
+    def __call__(self, ext: E.Expr):
+        if isinstance(ext, E.Const):
+            return int(ext.value)
+        cu, e = self._deepen(ext)
+        self.last[id(ext)] = (ext, e)
+        for var, mn, extent in reversed(self.loops):
+            if cu is not None:
+                break
+            if not any(isinstance(n, E.Var) and n.name == var for n in walk(e)):
+                continue
+            lo = self._deepen(mn)[1]
+            hi = simplify(lo + self._deepen(extent)[1] - 1)
+            e = B.expr_bounds(e, {var: (lo, hi)})[1]
+            if e is None:
+                break
+            cu = const_upper(e)
+        return cu
+
+    def shown(self, ext: E.Expr) -> E.Expr:
+        hit = self.last.get(id(ext))
+        return ext if hit is None else hit[1]
 
 
 def func_value_bounds_for(pipeline) -> dict:

@@ -149,6 +149,11 @@ class KernelBuilder:
             return h
         ub = upper_bound(_simplify(self._substituted(e)))
         if ub is None:
+            # The lowering's bound: lets substituted one level at a time, so names
+            # that cancel (a tile's base) cancel before their Exprs grow.
+            from ...lower.realize import ExtentBounder
+            ub = ExtentBounder({k: v for k, v in self.lets.items() if v is not None})(e)
+        if ub is None:
             self.host_expr(e, what)          # raises, naming what is unknown
         return E.Const(T.int32, max(ub, 0))
 
