@@ -25,7 +25,7 @@ from tilesolve.apps import get_app
 from tilesolve.backend import cuda as C
 from tilesolve.errors import ScheduleError
 from tilesolve.lower import ir as L
-from tilesolve.lower.realize import ExtentBounder, const_upper
+from tilesolve.lower.extent_bound import ExtentBounder, const_upper
 from tilesolve.model import expr as E
 from tilesolve.model import types as T
 

@@ -151,7 +151,7 @@ class KernelBuilder:
         if ub is None:
             # The lowering's bound: lets substituted one level at a time, so names
             # that cancel (a tile's base) cancel before their Exprs grow.
-            from ...lower.realize import ExtentBounder
+            from ...lower.extent_bound import ExtentBounder
             ub = ExtentBounder({k: v for k, v in self.lets.items() if v is not None})(e)
         if ub is None:
             self.host_expr(e, what)          # raises, naming what is unknown
