@@ -101,3 +101,25 @@ def test_data_dependent_reads_of_an_internal_func_and_of_an_input():
     with pytest.raises(BoundsError, match="f"):
         ts.compile(ts.Pipeline(g)).realize([4], idx=i)
     _both_raise(ts.Pipeline(h), [4], BoundsError, "inp", idx=i, inp=i)
+
+
+def test_round_up_reads_of_an_output_past_its_size_are_refused():
+    """Found by the fuzz profile in a checked build: a producer computed at root with a
+    round_up split reads an output (a boundary-condition Func, also realized) one element
+    past the size asked for.  The lowered program's own reads of outputs are checked
+    before running, so nothing reads past the output buffer."""
+    inp = ts.ImageParam(ts.int32, 1, "in0")
+    e = ts.boundary.repeat_edge(inp)
+    f0, f1 = ts.Func("f0"), ts.Func("f1")
+    f0[x] = e[x] * 3
+    f1[x] = f0[x] + e[x] * 2
+    pipe = ts.Pipeline([f1, e])
+    s = ts.Schedule(pipe)
+    s[f0].compute_root().split("x", "xo", "xi", 2, tail="round_up")
+    for checked in (False, True):
+        with pytest.raises(RealizeError, match=r"output in0_repeat_edge .*\[0, 1\]"):
+            ts.compile(pipe, s, checked=checked).realize([1], in0=np.zeros(1, np.int32))
+    a = np.arange(4, dtype=np.int32)                 # an even size: runs, equal
+    for g, w in zip(ts.compile(pipe, s, checked=True).realize([4], in0=a),
+                    ts.reference.realize(pipe, [4], in0=a)):
+        np.testing.assert_array_equal(g, w)

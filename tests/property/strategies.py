@@ -263,6 +263,7 @@ def int32_overflows(e, env, call=call_hook) -> bool:
 
 # -- pipelines ---------------------------------------------------------------------------
 X, Y = ts.Var("x"), ts.Var("y")
+UNSAFE_KINDS = ("lookup_unclamped", "update_param")
 STAGE_KINDS = ("pointwise", "stencil", "down", "up", "reduce", "hist", "scan", "lookup",
                "select", "update_const")
 
@@ -288,12 +289,15 @@ def _conv(e, t):
 
 
 @st.composite
-def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS):
-    """A random small pipeline (1-d or 2-d) as a ``Case``."""
+def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS, min_images=1):
+    """A random small pipeline (1-d or 2-d) as a ``Case``.  ``min_images=0`` also draws
+    pipelines without an ImageParam (a coordinate Func is the source); the kinds in
+    ``UNSAFE_KINDS`` (opt-in) read at unclamped data-dependent indices or write at sites
+    that a Param moves."""
     dims = draw(st.integers(1, 2))
     vs = (X, Y)[:dims]
     avail, input_sizes, exact, used = [], {}, True, []
-    for i in range(draw(st.integers(1, 2))):
+    for i in range(draw(st.integers(min_images, 2))):
         im = ts.ImageParam(draw(st.sampled_from(types)), dims, f"in{i}")
         bc = draw(st.sampled_from(["none", "none", "repeat_edge", "constant_exterior",
                                    "mirror_image", "mirror_interior"]))
@@ -303,6 +307,10 @@ def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS):
         input_sizes[im.name] = [draw(st.integers(1, 6)) for _ in range(dims)]
         avail.append(getattr(ts.boundary, bc)(im))
         exact = exact and not bc.startswith("mirror")
+    if not avail:
+        src = ts.Func("src")
+        src[vs] = X * 3 - 4 if dims == 1 else X * 3 + Y - 4
+        avail.append(src)
     for i in range(draw(st.integers(1, max_stages))):
         kind = draw(st.sampled_from(kinds))
         t = draw(st.sampled_from((int32, float32)))
@@ -344,6 +352,15 @@ def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS):
             idx = ts.cast(int32, v) if v.type == uint8 else ts.clamp(ts.cast(int32, v), -3, 3)
             f[vs] = _conv(q[(idx,) + rest], t)
             exact = False
+        elif kind == "lookup_unclamped":       # int32 values: no usable bound
+            f[vs] = _conv(q[(ts.cast(int32, p[vs]),) + rest], t)
+            exact = False
+        elif kind == "update_param":           # a Param moves the sites written
+            shift = ts.Param(int32, f"shift{i}", draw(st.integers(-3, 3)))
+            r = ts.RDom((0, draw(st.integers(1, 3))))
+            f[vs] = _conv(p[vs], t)
+            site = (r.x + shift,) + rest
+            f[site] = f[site] + E.Const(t, 1)
         elif kind == "select":
             f[vs] = ts.select(X > 1, _conv(p[(X - 1,) + rest], t), _conv(q[(X + 2,) + rest], t))
         else:  # update_const: f[c] += 1, or f[c] = q[...] (the old value is not read)

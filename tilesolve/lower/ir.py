@@ -178,6 +178,10 @@ class LoweredPipeline:
     # input the body may read, as Exprs of argument names (``b.extent.d``,
     # Params); evaluate them to check the arrays before running.
     input_regions: tuple = field(default=())
+    # the same for every output that the body reads (other Funcs reading it, its own
+    # updates): checked against the output's size, since ``round_up`` loops may read
+    # more of it than the algorithm does
+    output_read_regions: tuple = field(default=())
 
     def buffer_args(self):
         return tuple(a for a in self.args if a.kind == "buffer")

@@ -17,7 +17,7 @@ outputs (pipeline order), the Params (sorted by name).
 """
 from __future__ import annotations
 
-from ..errors import ScheduleError
+from ..errors import BoundsError, ScheduleError
 from ..model import expr as E
 from ..model.pipeline import Pipeline
 from . import ir as L
@@ -29,6 +29,13 @@ from .regions import input_region_exprs
 from .simplify_stmt import simplify_stmt
 from .stages import build_stage, nest_names
 from .verify import verify
+
+
+class _Named:
+    """An output as ``input_region_exprs`` sees it: a name and a rank."""
+
+    def __init__(self, name: str, dims: int):
+        self.name, self.dims = name, dims
 
 
 def build_stage_nests(plan) -> dict:
@@ -82,14 +89,21 @@ def _lower(pipeline, schedule, target, check):
     buffer_args = {a.name for a in args if a.kind == "buffer"}
     known = {k: v for ns in nests.values() for n in ns for k, v in n.ranges.items()}
     loop_names = frozenset().union(*(nest_names(n.stmt) for ns in nests.values() for n in ns))
+    value_bounds = func_value_bounds_for(pipeline)
     regions = input_region_exprs(body, list(pipeline.images.values()), buffer_args, known,
-                                 func_value_bounds_for(pipeline), loop_names)
+                                 value_bounds, loop_names)
+    outs = [_Named(f.name, len(f.args)) for f in pipeline.outputs]
+    try:
+        out_reads = input_region_exprs(body, outs, buffer_args, known, value_bounds,
+                                       loop_names)
+    except BoundsError:
+        out_reads = ()      # unbounded: the algorithm's regions (checked at realize) say so
     body = flatten_storage(body, buffer_args)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
     check_lanes(body)
     lowered = L.LoweredPipeline(pipeline.outputs[0].name, args, body, plan.target,
-                                tuple(plan.notes), regions)
+                                tuple(plan.notes), regions, out_reads)
     if check:
         verify(lowered)
     return lowered

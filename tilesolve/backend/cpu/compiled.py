@@ -170,16 +170,22 @@ class CompiledPipeline:
         if needed is None:
             # evaluating the region Exprs costs far more than a small realize: memoize
             needed = {_OUTPUTS: _output_regions(self.pipeline, out_sizes, images, params)}
-            if regions:
-                env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
-                       for k, v in env.items()}
-                for name, dims in regions:
-                    rs = []
-                    for lo_e, ext_e in dims:
-                        lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
-                        rs.append((lo, lo + ext - 1) if ext > 0 else None)
+            out_reads = self.lowered.output_read_regions
+            env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+                   for k, v in env.items()}
+            for name, dims in tuple(regions) + tuple(out_reads):
+                rs = []
+                for lo_e, ext_e in dims:
+                    lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
+                    rs.append((lo, lo + ext - 1) if ext > 0 else None)
+                if name in out_sizes:
+                    if all(r is not None for r in rs):       # read by the program itself
+                        needed[_OUTPUTS][name] = [
+                            (min(lo, a), max(hi, b)) for (lo, hi), (a, b)
+                            in zip(rs, needed[_OUTPUTS].get(name, rs))]
+                else:
                     needed[name] = rs
-            elif images:
+            if not regions and images:
                 _check_with_analysis(self.pipeline, out_sizes, images, params)
             if len(self._region_memo) > 256:
                 self._region_memo.clear()
