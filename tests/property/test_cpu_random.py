@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from schedule_strategies import schedules
 from strategies import STAGE_KINDS, UNSAFE_KINDS, pipelines
@@ -98,6 +98,7 @@ def _check(data, gpu: bool):
                 lowered = lower(pipe, sched)
             except ScheduleError as exc:      # as below: a width on a run-time extent
                 assert "is not a constant" in str(exc), exc
+                event("discarded: a vector/unroll width on a run-time extent")
                 assume(False)
             compile_lowered(pipe, lowered, schedule=sched, checked=True).realize(sizes, **zeros)
         return
@@ -107,13 +108,17 @@ def _check(data, gpu: bool):
         # vectorize/unroll without a width on a loop of run-time extent, or (a gap of
         # the strategy) a compute level that a later update's reads invalidate
         assert "is not a constant" in str(exc) or "reads it outside" in str(exc), exc
+        event("discarded: ScheduleError at lowering")
         assume(False)
     except LoweringError:
         # lowering's own verifier refused its output: a lowering bug, which
         # tests/property/test_lowering_random.py reports; nothing to compile here
+        event("discarded: LoweringError")
         assume(False)
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
     made = _inputs(case, sizes, lowered, rng)
+    if made is None:
+        event("discarded: round_up reads past a fixed-size input")
     assume(made is not None)
     inputs, below = made
     compiled = compile_lowered(pipe, lowered, schedule=sched, num_threads=2, checked=True)
@@ -138,6 +143,7 @@ def _check(data, gpu: bool):
         # the schedule's round_up loops read more of an output (read by other Funcs)
         # than the algorithm does: refused before running, as Halide does
         assert "beyond the size asked for" in str(exc), exc
+        event("discarded: round_up reads of an output past its size")
         assume(False)
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
