@@ -19,16 +19,11 @@ from functools import lru_cache
 
 from ..model import expr as E
 from ..model.func import Func
+from ..model.ops import OPS
 from ..model.visit import walk
 
-OP_COST = {
-    "add": 1, "sub": 1, "mul": 1, "min": 1, "max": 1,
-    "eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1, "and": 1, "or": 1,
-    "div_int": 8, "mod_int": 8, "div_float": 4, "mod_float": 4, "div_pow2": 1,
-    "select": 1, "cast": 1, "not": 1,
-    "sqrt": 4, "floor": 1, "ceil": 1, "round": 1, "abs": 1,
-    "exp": 16, "log": 16, "sin": 16, "cos": 16, "tan": 16, "atan2": 16, "pow": 16,
-}
+# node kinds outside the op table (operators and math functions cost what ops.OPS says)
+NODE_COST = {"select": 1, "cast": 1, "not": 1}
 
 
 def _is_pow2_const(e) -> bool:
@@ -39,19 +34,15 @@ def _is_pow2_const(e) -> bool:
 def node_cost(n: E.Expr) -> int:
     """The arithmetic cost of one node, children excluded."""
     if isinstance(n, E.BinOp):
-        if n.op in ("div", "mod"):
-            if n.a.type.is_float():
-                return OP_COST[f"{n.op}_float"]
-            return OP_COST["div_pow2"] if _is_pow2_const(n.b) else OP_COST[f"{n.op}_int"]
-        return OP_COST[n.op]
+        return OPS[n.op].cost_of(n.a.type, _is_pow2_const(n.b))
     if isinstance(n, E.Select):
-        return OP_COST["select"]
+        return NODE_COST["select"]
     if isinstance(n, E.Cast):
-        return OP_COST["cast"]
+        return NODE_COST["cast"]
     if isinstance(n, E.Not):
-        return OP_COST["not"]
+        return NODE_COST["not"]
     if isinstance(n, E.Intrinsic):
-        return OP_COST.get(n.name, 4)
+        return OPS[n.name].cost_of(n.type)
     return 0
 
 

@@ -57,25 +57,7 @@ class FastBounder:
         if isinstance(e, E.BinOp):
             a = self.bounds(e.a)
             b = self.bounds(e.b)
-            op = e.op
-            at = e.a.type
-            if op == "add":
-                return N.add(at, a, b)
-            if op == "sub":
-                return N.sub(at, a, b)
-            if op == "mul":
-                return N.mul(at, a, b)
-            if op == "div":
-                return N.div(at, a, b)
-            if op == "mod":
-                return N.mod(at, a, b)
-            if op == "min":
-                return N.min_(at, a, b)
-            if op == "max":
-                return N.max_(at, a, b)
-            if op in ("and", "or"):
-                return N.logic(op, a, b)
-            return N.compare(op, a, b)
+            return N.op_rule(e.op)(e.a.type, a, b)
         if isinstance(e, E.Not):
             return N.not_(self.bounds(e.a))
         if isinstance(e, E.Select):
@@ -89,7 +71,7 @@ class FastBounder:
         if isinstance(e, E.Cast):
             return N.cast(e.value.type, t, self.bounds(e.value))
         if isinstance(e, E.Intrinsic):
-            return N.intrinsic(e.name, t, [self.bounds(a) for a in e.args])
+            return N.op_rule(e.name)(t, *[self.bounds(a) for a in e.args])
         if isinstance(e, E.Call):
             vb = self.value_bounds.get(e.target.name)
             return _pair(vb) if vb is not None else N.type_range(t)

@@ -51,6 +51,7 @@ import numpy as np
 
 from ..errors import RealizeError, TilesolveError
 from ..model import expr as E
+from ..model import ops
 from ..model.func import Func
 from ..model.pipeline import Pipeline
 
@@ -322,7 +323,6 @@ def _halide_message(exc) -> str:
 # ---------------------------------------------------------------------------
 _CONST_MAKERS = {"bool": None, "uint8": "u8", "uint16": "u16", "uint32": "u32", "int8": "i8",
                  "int16": "i16", "int32": "i32", "int64": "i64", "float32": "f32", "float64": "f64"}
-_MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round")
 
 
 class _ExprTranslator:
@@ -397,55 +397,11 @@ class _ExprTranslator:
         return getattr(hl, _CONST_MAKERS[str(t)])(value)
 
     def binop(self, op, a, b):
-        hl = self.hl
-        if op == "add":
-            return a + b
-        if op == "sub":
-            return a - b
-        if op == "mul":
-            return a * b
-        if op == "div":
-            return a / b        # Halide: Euclidean for integers, IEEE for floats
-        if op == "mod":
-            return a % b
-        if op == "min":
-            return hl.min(a, b)
-        if op == "max":
-            return hl.max(a, b)
-        if op == "eq":
-            return a == b
-        if op == "ne":
-            return a != b
-        if op == "lt":
-            return a < b
-        if op == "le":
-            return a <= b
-        if op == "gt":
-            return a > b
-        if op == "ge":
-            return a >= b
-        if op == "and":
-            return a & b
-        if op == "or":
-            return a | b
-        raise TilesolveError(f"Halide translation: unknown operator {op!r}")
+        return ops.impl("halide", op)(self.hl, a, b)
 
     def intrinsic(self, e):
-        hl = self.hl
-        args = [self.expr(a) for a in e.args]
-        t = e.type
-        if e.name == "abs":
-            if t.is_uint() or t.is_bool():
-                return args[0]
-            r = hl.abs(args[0])
-            return r if t.is_float() else hl.cast(hl_type(t), r)
-        if e.name in _MATH1:
-            r = getattr(hl, e.name)(args[0])
-        elif e.name in ("pow", "atan2"):
-            r = getattr(hl, e.name)(args[0], args[1])
-        else:
-            raise TilesolveError(f"Halide translation: no Halide form for the intrinsic {e.name}")
-        return r if r.type() == hl_type(t) else hl.cast(hl_type(t), r)
+        r = ops.impl("halide", e.name)(self.hl, e.type, *[self.expr(a) for a in e.args])
+        return r if r.type() == hl_type(e.type) else self.hl.cast(hl_type(e.type), r)
 
     def rdom(self, rd):
         """The Halide RDom of our RDom ``rd`` (built on first use, with its predicates)."""
@@ -459,3 +415,29 @@ class _ExprTranslator:
         for p in rd.predicates:
             h.where(self.expr(p))
         return h
+
+
+# -- the op table's Halide spellings: rule(hl, *operands) (Halide's own semantics agree:
+# Euclidean integer division, IEEE floats) --------------------------------------------
+for _name, _fn in (("add", lambda hl, a, b: a + b), ("sub", lambda hl, a, b: a - b),
+                   ("mul", lambda hl, a, b: a * b), ("div", lambda hl, a, b: a / b),
+                   ("mod", lambda hl, a, b: a % b), ("min", lambda hl, a, b: hl.min(a, b)),
+                   ("max", lambda hl, a, b: hl.max(a, b)), ("eq", lambda hl, a, b: a == b),
+                   ("ne", lambda hl, a, b: a != b), ("lt", lambda hl, a, b: a < b),
+                   ("le", lambda hl, a, b: a <= b), ("gt", lambda hl, a, b: a > b),
+                   ("ge", lambda hl, a, b: a >= b), ("and", lambda hl, a, b: a & b),
+                   ("or", lambda hl, a, b: a | b)):
+    ops.register("halide", _name)(_fn)
+
+
+for _name in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round", "pow",
+              "atan2"):
+    ops.register("halide", _name)(lambda hl, t, *args, _n=_name: getattr(hl, _n)(*args))
+
+
+@ops.register("halide", "abs")
+def _hl_abs(hl, t, a):
+    if t.is_uint() or t.is_bool():
+        return a
+    r = hl.abs(a)
+    return r if t.is_float() else hl.cast(hl_type(t), r)

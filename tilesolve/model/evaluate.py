@@ -14,80 +14,11 @@ import numpy as np
 
 from ..errors import PipelineError
 from . import expr as E
+from .ops import OPS
 
 
 def extent_key(image: str, dim: int) -> str:
     return f"{image}.extent.{dim}"
-
-
-def _int_div(a, b, t):
-    """Euclidean division: q with a == q*b + r, 0 <= r < |b|; x / 0 == 0."""
-    zero = b == 0
-    bs = np.where(zero, np.ones_like(b), b)
-    if t.is_uint():
-        return np.where(zero, np.zeros_like(a), a // bs)
-    # -1 divisor: negate (wraps for the most negative value, like the backends)
-    minus1 = bs == -1
-    bs = np.where(minus1, np.ones_like(bs), bs)
-    q = a // bs
-    r = a - q * bs
-    q = np.where((bs < 0) & (r != 0), q + 1, q)
-    q = np.where(minus1, (np.zeros_like(a) - a), q)
-    return np.where(zero, np.zeros_like(q), q).astype(t.dtype, copy=False)
-
-
-def _int_mod(a, b, t):
-    """Euclidean remainder in [0, |b|); x % 0 == 0."""
-    zero = b == 0
-    bs = np.where(zero, np.ones_like(b), b)
-    if t.is_uint():
-        return np.where(zero, np.zeros_like(a), a % bs)
-    r = a % bs                       # sign of the divisor
-    r = np.where(r < 0, r - bs, r)   # only for negative divisors
-    return np.where(zero, np.zeros_like(r), r).astype(t.dtype, copy=False)
-
-
-def _binop(op, a, b, t):
-    if op == "add":
-        return a + b
-    if op == "sub":
-        return a - b
-    if op == "mul":
-        return a * b
-    if op == "div":
-        if t.is_float():
-            return a / b
-        return _int_div(a, b, t)
-    if op == "mod":
-        if t.is_float():
-            return a - b * np.floor(a / b)
-        return _int_mod(a, b, t)
-    if op == "min":
-        return np.minimum(a, b)
-    if op == "max":
-        return np.maximum(a, b)
-    if op == "eq":
-        return a == b
-    if op == "ne":
-        return a != b
-    if op == "lt":
-        return a < b
-    if op == "le":
-        return a <= b
-    if op == "gt":
-        return a > b
-    if op == "ge":
-        return a >= b
-    if op == "and":
-        return np.logical_and(a, b)
-    if op == "or":
-        return np.logical_or(a, b)
-    raise AssertionError(op)
-
-
-_MATH = {"sqrt": np.sqrt, "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-         "tan": np.tan, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "abs": np.abs,
-         "pow": np.power, "atan2": np.arctan2}
 
 
 def cast_array(v, t):
@@ -134,7 +65,7 @@ def _eval_node(e, env, call, memo):
     if isinstance(e, E.BinOp):
         a = np.asarray(_eval(e.a, env, call, memo))
         b = np.asarray(_eval(e.b, env, call, memo))
-        r = _binop(e.op, a, b, e.a.type)
+        r = OPS[e.op].numpy(e.a.type, a, b)
         return np.asarray(r).astype(e.type.dtype, copy=False)
     if isinstance(e, E.Not):
         return np.logical_not(_eval(e.a, env, call, memo))
@@ -145,7 +76,7 @@ def _eval_node(e, env, call, memo):
         return np.where(c, tv, fv).astype(e.type.dtype, copy=False)
     if isinstance(e, E.Intrinsic):
         args = [np.asarray(_eval(a, env, call, memo)) for a in e.args]
-        return np.asarray(_MATH[e.name](*args)).astype(e.type.dtype, copy=False)
+        return np.asarray(OPS[e.name].numpy(e.type, *args)).astype(e.type.dtype, copy=False)
     if isinstance(e, E.Call):
         if call is None:
             raise PipelineError(f"cannot evaluate the call {e} here")

@@ -18,17 +18,16 @@ import weakref
 from typing import Any
 
 from ..errors import PipelineError
+from . import ops as _ops
 from . import types as T
 from .types import Type, match_types
 
-ARITH_OPS = ("add", "sub", "mul", "div", "mod", "min", "max")
-CMP_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
-BOOL_OPS = ("and", "or")
-OP_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
-             "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "and": "&", "or": "|"}
-MATH_FUNCS = ("sqrt", "exp", "log", "pow", "sin", "cos", "tan", "atan2",
-              "floor", "ceil", "round", "abs")
+# the op table (ops.py) declares every operator and math function; these are its views
+ARITH_OPS = _ops.of_kind("arith")
+CMP_OPS = _ops.of_kind("cmp")
+BOOL_OPS = _ops.of_kind("logic")
+OP_SYMBOL = {n: o.symbol for n, o in _ops.OPS.items() if o.symbol is not None}
+MATH_FUNCS = _ops.of_kind("math")
 
 _INTERN: "weakref.WeakValueDictionary[tuple, Expr]" = weakref.WeakValueDictionary()
 
@@ -238,8 +237,7 @@ class BinOp(Expr):
     _fields = ("op", "a", "b")
 
     def _init(self):
-        t = T.bool_ if self.op in CMP_OPS else self.a.type
-        object.__setattr__(self, "type", t)
+        object.__setattr__(self, "type", _ops.OPS[self.op].result_type(self.a.type))
 
     def __bool__(self):
         # structural equality in boolean context (dict keys, ``in`` tests)

@@ -246,14 +246,7 @@ class Bounder:
     def _binop(self, e, a, b):
         op, t = e.op, e.a.type
         if a.is_numeric() and b.is_numeric():
-            pa, pb = _pair(a), _pair(b)
-            if op in ("and", "or"):
-                return _iv(N.logic(op, pa, pb))
-            if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-                return _iv(N.compare(op, pa, pb))
-            fn = {"add": N.add, "sub": N.sub, "mul": N.mul, "div": N.div, "mod": N.mod,
-                  "min": N.min_, "max": N.max_}[op]
-            return _iv(fn(t, pa, pb))
+            return _iv(N.op_rule(op)(t, _pair(a), _pair(b)))
         if op in ("eq", "ne", "lt", "le", "gt", "ge"):
             return self._sym_compare(op, a, b, t)
         if op in ("and", "or"):
@@ -270,9 +263,7 @@ class Bounder:
             r = {"mul": _sym_mul, "div": _sym_div, "mod": _sym_mod}[op](a, b, t)
             if r is not None:
                 return r
-        fn = {"add": N.add, "sub": N.sub, "mul": N.mul, "div": N.div, "mod": N.mod,
-              "min": N.min_, "max": N.max_}[op]
-        return _iv(fn(t, _relax(a, t), _relax(b, t)))
+        return _iv(N.op_rule(op)(t, _relax(a, t), _relax(b, t)))
 
     def _sym_compare(self, op, a, b, t):
         if op in ("gt", "ge"):
@@ -307,12 +298,12 @@ class Bounder:
     def _intrinsic(self, e, kids):
         t = e.type
         if all(k.is_numeric() for k in kids):
-            return _iv(N.intrinsic(e.name, t, [_pair(k) for k in kids]))
+            return _iv(N.op_rule(e.name)(t, *[_pair(k) for k in kids]))
         if e.name in ("floor", "ceil", "round") and t.is_float():
             a = kids[0]
             return Interval(*(None if v is None else _S.simplify(E.Intrinsic(e.name, (_e(v, t),), t))
                               for v in (a.lo, a.hi)))
-        return _iv(N.intrinsic(e.name, t, [_relax(k, c.type) for k, c in zip(kids, e.args)]))
+        return _iv(N.op_rule(e.name)(t, *[_relax(k, c.type) for k, c in zip(kids, e.args)]))
 
 
 # -- symbolic integer helpers (index arithmetic: no overflow) ------------------------------

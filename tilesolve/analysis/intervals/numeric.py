@@ -319,3 +319,26 @@ def intrinsic(name, t, args):
         vs = [INF if v != v else v for v in vs]   # 0 ** -y: ZeroDivision -> inf
         return _widen(t, max(min(vs), 0.0), max(vs), _rel(t))
     return EVERYTHING
+
+
+# -- the op table's interval rules: rule(t, *operand_intervals), t the operands' type --
+def _register():
+    from ...model import ops
+    for name, fn in (("add", add), ("sub", sub), ("mul", mul), ("div", div), ("mod", mod),
+                     ("min", min_), ("max", max_)):
+        ops.register("interval", name)(fn)
+    for name in ops.of_kind("cmp"):
+        ops.register("interval", name)(lambda t, a, b, _op=name: compare(_op, a, b))
+    for name in ops.of_kind("logic"):
+        ops.register("interval", name)(lambda t, a, b, _op=name: logic(_op, a, b))
+    for name in ops.of_kind("math"):
+        ops.register("interval", name)(lambda t, *args, _n=name: intrinsic(_n, t, list(args)))
+
+
+_register()
+
+
+def op_rule(name: str):
+    """The interval rule of op ``name``: ``rule(t, *intervals)`` (see model/ops.py)."""
+    from ...model import ops
+    return ops.impl("interval", name)

@@ -34,6 +34,7 @@ from llvmlite import ir
 
 from ...errors import LoweringError
 from ...model import expr as E
+from ...model import ops
 from ...model.types import Type
 from .codegen_lanes import Guarded, LaneEmitter, Ramp, is_varying  # noqa: F401
 
@@ -243,51 +244,7 @@ class ExprEmitter(LaneEmitter):
 
     def binop_values(self, op, t: Type, a, b, nsw=False):
         """``a op b`` on two ir values of one type (scalars or vectors of W lanes)."""
-        bld = self.b
-        flags = ("nsw",) if nsw else ()
-        if op in _ICMP:
-            if t.is_float():
-                return bld.fcmp_unordered("!=", a, b) if op == "ne" \
-                    else bld.fcmp_ordered(_ICMP[op], a, b)
-            if t.is_int():
-                return bld.icmp_signed(_ICMP[op], a, b)
-            return bld.icmp_unsigned(_ICMP[op], a, b)     # uint and bool
-        if op == "and":
-            return bld.and_(a, b)
-        if op == "or":
-            return bld.or_(a, b)
-        if t.is_float():
-            if op == "add":
-                return bld.fadd(a, b)
-            if op == "sub":
-                return bld.fsub(a, b)
-            if op == "mul":
-                return bld.fmul(a, b)
-            if op == "div":
-                return bld.fdiv(a, b)
-            if op == "mod":
-                fl = self.intrinsic("llvm.floor", a.type)
-                return bld.fsub(a, bld.fmul(b, bld.call(fl, [bld.fdiv(a, b)])))
-            if op in ("min", "max"):
-                # numpy: NaN in either operand propagates; ties give the second operand
-                better = bld.fcmp_ordered("<" if op == "min" else ">", a, b)
-                take_a = bld.or_(better, bld.fcmp_unordered("uno", a, a))
-                return bld.select(take_a, a, b)
-        else:
-            if op == "add":
-                return bld.add(a, b, flags=flags)
-            if op == "sub":
-                return bld.sub(a, b, flags=flags)
-            if op == "mul":
-                return bld.mul(a, b, flags=flags)
-            if op == "div":
-                return self._int_div(t, a, b)
-            if op == "mod":
-                return self._int_mod(t, a, b)
-            if op in ("min", "max"):
-                cmp = bld.icmp_signed if t.is_int() else bld.icmp_unsigned
-                return bld.select(cmp("<" if op == "min" else ">", a, b), a, b)
-        raise LoweringError(f"codegen: operator {op} on {t}")
+        return ops.impl("llvm", op)(self, op, t, a, b, ("nsw",) if nsw else ())
 
     def _div_by_odd_integer(self, a, c: float):
         """float32 ``a / c`` for an odd integer ``c`` (3 <= |c| < 2**24), exactly.
@@ -422,31 +379,7 @@ class ExprEmitter(LaneEmitter):
         args = [self.emit(a) for a in e.args]
         if any(is_varying(a) for a in args):
             args = [self.vec(a) for a in args]
-        bld, t = self.b, e.type
-        if e.name == "abs":
-            a = args[0]
-            if t.is_float():
-                return bld.call(self.intrinsic("llvm.fabs", a.type), [a])
-            if not t.is_int():
-                return a
-            zero = self.const(a.type, 0)
-            return bld.select(bld.icmp_signed("<", a, zero), bld.sub(zero, a), a)
-        if e.name in _LLVM_MATH:
-            fn = self.intrinsic(_LLVM_MATH[e.name], args[0].type, len(args))
-            return bld.call(fn, args)
-        if e.name in _LIBM:
-            sym = _LIBM[e.name][0 if t.bits == 32 else 1]
-            st = llvm_type(t)
-            fn = self.declare(sym, st, [st] * len(args))
-            if not isinstance(args[0].type, ir.VectorType):
-                return bld.call(fn, args)
-            out = ir.Constant(args[0].type, ir.Undefined)
-            for k in range(args[0].type.count):
-                idx = ir.Constant(I32, k)
-                lane = bld.call(fn, [bld.extract_element(a, idx) for a in args])
-                out = bld.insert_element(out, lane, idx)
-            return out
-        raise LoweringError(f"codegen: unknown intrinsic {e.name}")
+        return ops.impl("llvm", e.name)(self, e.name, e.type, *args)
 
 
 _SHALLOW = 64      # emit() depth past which operands are emitted bottom-up first
@@ -488,3 +421,82 @@ def _exact_via_double(b) -> bool:
     v = b.value
     return v == int(v) and 3 <= abs(v) < 2 ** 24 and int(v) % 2 == 1
 _PURE_OPS = ("add", "sub", "mul", "min", "max")
+
+
+# -- the op table's LLVM rules: rule(emitter, op, t, *ir operands[, flags]) ---------------
+@ops.register("llvm", *ops.of_kind("cmp"))
+def _ll_compare(em, op, t, a, b, flags=()):
+    bld = em.b
+    if t.is_float():
+        return bld.fcmp_unordered("!=", a, b) if op == "ne" else bld.fcmp_ordered(_ICMP[op], a, b)
+    if t.is_int():
+        return bld.icmp_signed(_ICMP[op], a, b)
+    return bld.icmp_unsigned(_ICMP[op], a, b)     # uint and bool
+
+
+@ops.register("llvm", "and", "or")
+def _ll_logic(em, op, t, a, b, flags=()):
+    return em.b.and_(a, b) if op == "and" else em.b.or_(a, b)
+
+
+@ops.register("llvm", "add", "sub", "mul")
+def _ll_ring(em, op, t, a, b, flags=()):
+    bld = em.b
+    if t.is_float():
+        return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul}[op](a, b)
+    return {"add": bld.add, "sub": bld.sub, "mul": bld.mul}[op](a, b, flags=flags)
+
+
+@ops.register("llvm", "div", "mod")
+def _ll_divmod(em, op, t, a, b, flags=()):
+    bld = em.b
+    if not t.is_float():
+        return em._int_div(t, a, b) if op == "div" else em._int_mod(t, a, b)
+    if op == "div":
+        return bld.fdiv(a, b)
+    fl = em.intrinsic("llvm.floor", a.type)
+    return bld.fsub(a, bld.fmul(b, bld.call(fl, [bld.fdiv(a, b)])))
+
+
+@ops.register("llvm", "min", "max")
+def _ll_minmax(em, op, t, a, b, flags=()):
+    bld = em.b
+    if t.is_float():
+        # numpy: NaN in either operand propagates; ties give the second operand
+        better = bld.fcmp_ordered("<" if op == "min" else ">", a, b)
+        take_a = bld.or_(better, bld.fcmp_unordered("uno", a, a))
+        return bld.select(take_a, a, b)
+    cmp = bld.icmp_signed if t.is_int() else bld.icmp_unsigned
+    return bld.select(cmp("<" if op == "min" else ">", a, b), a, b)
+
+
+@ops.register("llvm", "abs")
+def _ll_abs(em, name, t, a):
+    bld = em.b
+    if t.is_float():
+        return bld.call(em.intrinsic("llvm.fabs", a.type), [a])
+    if not t.is_int():
+        return a
+    zero = em.const(a.type, 0)
+    return bld.select(bld.icmp_signed("<", a, zero), bld.sub(zero, a), a)
+
+
+@ops.register("llvm", *_LLVM_MATH)
+def _ll_intrinsic(em, name, t, *args):
+    return em.b.call(em.intrinsic(_LLVM_MATH[name], args[0].type, len(args)), list(args))
+
+
+@ops.register("llvm", *_LIBM)
+def _ll_libm(em, name, t, *args):
+    bld = em.b
+    sym = _LIBM[name][0 if t.bits == 32 else 1]
+    st = llvm_type(t)
+    fn = em.declare(sym, st, [st] * len(args))
+    if not isinstance(args[0].type, ir.VectorType):
+        return bld.call(fn, list(args))
+    out = ir.Constant(args[0].type, ir.Undefined)
+    for k in range(args[0].type.count):
+        idx = ir.Constant(I32, k)
+        lane = bld.call(fn, [bld.extract_element(a, idx) for a in args])
+        out = bld.insert_element(out, lane, idx)
+    return out

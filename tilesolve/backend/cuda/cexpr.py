@@ -27,6 +27,7 @@ import re
 from ...errors import LoweringError
 from ...lower.ir import Load
 from ...model import expr as E
+from ...model import ops
 from ...model.types import Type
 
 _CTYPE = {("bool", 1): "bool", ("int", 8): "ts_i8", ("int", 16): "ts_i16",
@@ -232,42 +233,51 @@ class ExprPrinter:
         return f"(({ctype(e.type)}){v})"
 
     def _binop(self, e: E.BinOp) -> str:
-        op, t = e.op, e.a.type
-        a, b = self.expr(e.a), self.expr(e.b)
-        if op in _CMP:
-            return f"({a} {_CMP[op]} {b})"
-        if op == "and":
-            return f"({a} && {b})"
-        if op == "or":
-            return f"({a} || {b})"
-        ct = ctype(t)
-        if t.is_float():
-            pre = "ts_f" if t.bits == 32 else "ts_d"
-            if op in _ARITH:
-                return f"({a} {_ARITH[op]} {b})"
-            return f"{pre}{op}({a}, {b})"      # ts_fmin ts_fmax ts_fmod (ts_d...)
-        if op in _ARITH and op != "div" and self.in_index and t.is_int() and t.bits >= 32:
-            return f"({a} {_ARITH[op]} {b})"
-        k = _log2(e.b)
-        if k is not None and op == "div":        # Euclidean: floor, an arithmetic shift
-            return f"(({ct})({a} >> {k}))" if k else a
-        if k is not None and op == "mod":        # Euclidean: never negative, a mask
-            return f"(({ct})({a} & {(1 << k) - 1}))"
-        if op in ("add", "sub", "mul", "div", "mod"):
-            return f"ts_{op}<{ct}>({a}, {b})"
-        if op in ("min", "max"):
-            return f"ts_i{op}<{ct}>({a}, {b})"
-        raise LoweringError(f"the CUDA backend has no rule for operator {op!r} on {t} ({e})")
+        return ops.impl("cuda", e.op)(self, e, self.expr(e.a), self.expr(e.b))
 
     def _intrinsic(self, e: E.Intrinsic) -> str:
-        args = [self.expr(a) for a in e.args]
-        t = e.type
-        if e.name == "abs" and not t.is_float():
-            return args[0] if not t.is_int() else f"ts_iabs<{ctype(t)}>({args[0]})"
-        if not t.is_float():
-            raise LoweringError(f"math function {e.name} on {t} ({e}); the model converts its "
-                                "arguments to float first")
-        table = _MATH32 if t.bits == 32 else _MATH64
-        if e.name not in table:
-            raise LoweringError(f"the CUDA backend has no function for intrinsic {e.name!r} ({e})")
-        return f"{table[e.name]}({', '.join(args)})"
+        return ops.impl("cuda", e.name)(self, e, [self.expr(a) for a in e.args])
+
+
+# -- the op table's CUDA C spellings: rule(printer, e, *printed operands) ------------------
+@ops.register("cuda", *ops.of_kind("cmp"))
+def _c_compare(p, e, a, b):
+    return f"({a} {_CMP[e.op]} {b})"
+
+
+@ops.register("cuda", "and", "or")
+def _c_logic(p, e, a, b):
+    return f"({a} {'&&' if e.op == 'and' else '||'} {b})"
+
+
+@ops.register("cuda", "add", "sub", "mul", "div", "mod", "min", "max")
+def _c_arith(p, e, a, b):
+    op, t = e.op, e.a.type
+    ct = ctype(t)
+    if t.is_float():
+        if op in _ARITH:
+            return f"({a} {_ARITH[op]} {b})"
+        pre = "ts_f" if t.bits == 32 else "ts_d"
+        return f"{pre}{op}({a}, {b})"      # ts_fmin ts_fmax ts_fmod (ts_d...)
+    if op in _ARITH and op != "div" and p.in_index and t.is_int() and t.bits >= 32:
+        return f"({a} {_ARITH[op]} {b})"
+    k = _log2(e.b)
+    if k is not None and op == "div":        # Euclidean: floor, an arithmetic shift
+        return f"(({ct})({a} >> {k}))" if k else a
+    if k is not None and op == "mod":        # Euclidean: never negative, a mask
+        return f"(({ct})({a} & {(1 << k) - 1}))"
+    if op in ("min", "max"):
+        return f"ts_i{op}<{ct}>({a}, {b})"
+    return f"ts_{op}<{ct}>({a}, {b})"
+
+
+@ops.register("cuda", *ops.of_kind("math"))
+def _c_math(p, e, args):
+    t = e.type
+    if e.name == "abs" and not t.is_float():
+        return args[0] if not t.is_int() else f"ts_iabs<{ctype(t)}>({args[0]})"
+    if not t.is_float():
+        raise LoweringError(f"math function {e.name} on {t} ({e}); the model converts its "
+                            "arguments to float first")
+    table = _MATH32 if t.bits == 32 else _MATH64
+    return f"{table[e.name]}({', '.join(args)})"
