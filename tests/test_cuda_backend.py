@@ -16,7 +16,7 @@ import tilesolve as ts
 from tilesolve.backend import cuda as C
 from tilesolve.backend.cuda import nvcc, runtime
 from tilesolve.backend.cuda import samples as S
-from tilesolve.backend.cuda.bounds import upper_bound
+from tilesolve.lower.extent_bound import const_upper as upper_bound
 from tilesolve.backend.cuda.cexpr import PRELUDE
 from tilesolve.backend.cuda.codegen import generate
 from tilesolve.backend.cuda.emulate import EmulatedPipeline, EmulationError

@@ -21,12 +21,12 @@ kernel are substituted, then the expression is simplified).
 from __future__ import annotations
 
 from ...errors import LoweringError
+from ...lower.extent_bound import ExtentBounder, const_upper
 from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStmt,
                          ProducerConsumer, Store, stmt_children, walk_stmts)
 from ...model import expr as E
 from ...model import types as T
 from ...model.visit import substitute_names, walk
-from .bounds import upper_bound
 from .cexpr import ExprPrinter, ctype
 from .plan import Kernel, KernelParam
 
@@ -147,11 +147,11 @@ class KernelBuilder:
         h = self.host_expr(e, what, required=False)
         if h is not None:
             return h
-        ub = upper_bound(_simplify(self._substituted(e)))
+        # the lowering's constant bound (one engine for allocations and launches): first
+        # of the fully substituted extent, then with lets substituted one level at a
+        # time, so names that cancel (a tile's base) cancel before their Exprs grow
+        ub = const_upper(_simplify(self._substituted(e)))
         if ub is None:
-            # The lowering's bound: lets substituted one level at a time, so names
-            # that cancel (a tile's base) cancel before their Exprs grow.
-            from ...lower.extent_bound import ExtentBounder
             ub = ExtentBounder({k: v for k, v in self.lets.items() if v is not None})(e)
         if ub is None:
             self.host_expr(e, what)          # raises, naming what is unknown
