@@ -3,6 +3,8 @@
 Each case below once ran compiled code out of bounds (two segfaults, three garbage
 results).  Now the region checks that run once before the pipeline refuse it, with the
 same class of error as the reference evaluator, and name the Func at fault."""
+import shutil
+
 import numpy as np
 import pytest
 
@@ -123,3 +125,26 @@ def test_round_up_reads_of_an_output_past_its_size_are_refused():
     for g, w in zip(ts.compile(pipe, s, checked=True).realize([4], in0=a),
                     ts.reference.realize(pipe, [4], in0=a)):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="no C++ compiler for the CUDA emulation")
+def test_cuda_runtimes_check_the_lowered_programs_regions_not_the_algorithms():
+    """A GPU producer computed at root with a round_up tile reads its input up to the
+    tile's end: 8 elements for an output of 5.  The CUDA runtimes (GPU and emulation)
+    once checked the algorithm's region ([0, 4]) and ran, reading past the input; they
+    now use the same RegionCheck as the CPU runtime, made from the lowered program."""
+    from tilesolve.backend import cuda as C
+    inp = ts.ImageParam(ts.int32, 1, "inp")
+    f, g = ts.Func("f"), ts.Func("g")
+    f[x] = inp[x] * 2
+    g[x] = f[x] + 1
+    pipe = ts.Pipeline(g)
+    s = ts.Schedule(pipe, target="cuda")
+    s[f].compute_root().gpu_tile("x", "xo", "xi", 8, tail="round_up")
+    s[g].gpu_tile("x", "xo", "xi", 8)
+    emu = C.emulate_cuda(pipe, s)
+    with pytest.raises(RealizeError, match=r"input 'inp' is too small: .*\[0, 7\]"):
+        emu.realize([5], inp=np.arange(5, dtype=np.int32))
+    a = np.arange(8, dtype=np.int32)
+    np.testing.assert_array_equal(emu.realize([5], inp=a), ts.reference.realize(pipe, [5], inp=a))

@@ -9,8 +9,10 @@ on those names alone (the shift-inward ``if extent >= factor``) stay as
 ``analysis.intervals.required_regions``; ``round_up`` reads more.
 
 ``input_regions(lowered, buffers_or_sizes, params)`` evaluates them for
-concrete sizes; ``check_inputs`` raises ``RealizeError`` for an array that
-does not cover its region.
+concrete sizes.  ``RegionCheck`` is the one check every runtime makes before a
+program runs (the CPU runtime, the CUDA runtime, its CPU emulation, and, through
+``check_inputs``, the interpreter): inputs against the lowered program's regions,
+outputs against what the program and the algorithm touch of them.
 """
 from __future__ import annotations
 
@@ -120,17 +122,155 @@ def input_regions(lowered: L.LoweredPipeline, buffers: dict, params: dict | None
 
 
 def check_inputs(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = None) -> None:
-    """``RealizeError`` unless every input array covers the region the program reads."""
-    regions = input_regions(lowered, buffers, params)
-    for name, region in regions.items():
-        arr = buffers[name]
-        shape = arr.shape
-        for d, (lo, hi) in enumerate(region):
-            if hi < lo:
-                break
-            ext = shape[len(shape) - 1 - d]
-            if lo < 0 or hi > ext - 1:
-                raise RealizeError(
-                    f"input {name!r} is too small: dimension {d} (numpy axis "
-                    f"{len(shape) - 1 - d}) is read over [{lo}, {hi}] but the array has extent "
-                    f"{ext} there (shape {shape})")
+    """``RealizeError`` unless every array in ``buffers`` (inputs and outputs by name)
+    covers the region the program reads of it: ``RegionCheck`` without a pipeline."""
+    outs = {a.name for a in lowered.args if a.kind != "scalar" and a.is_output}
+    arrays = {n: np.asarray(a) for n, a in buffers.items()}
+    out_sizes = {n: list(reversed(a.shape)) for n, a in arrays.items() if n in outs}
+    images = {n: a for n, a in arrays.items() if n not in outs}
+    env = _env(lowered, buffers, params)
+    scalars = {a.name: env[a.name] for a in lowered.args if a.kind == "scalar" and a.name in env}
+    RegionCheck.of(lowered)(out_sizes, images, arrays, scalars)
+
+
+# -- the one check before a lowered program runs (CPU, CUDA, emulation, interpreter) ----
+_OUTPUTS = "<outputs>"
+
+
+class RegionCheck:
+    """What a lowered program touches, checked before it runs, for every runtime.
+
+    ``check(out_sizes, images, arrays, params)``: every input covers the region the
+    *lowered program* reads of it (``round_up`` loops included), and every output the
+    region the program reads or writes of it (its own updates, other Funcs reading
+    it: the algorithm's regions from the interval analysis, joined with what the
+    program reads).  An access no bound can be given raises ``BoundsError``, as the
+    reference does; a region past an array raises ``RealizeError`` naming it.  The
+    regions are memoized per argument shapes and Params (evaluating the region Exprs
+    costs more than a small realize).  ``pipeline`` may be None (the interpreter of
+    bare loop IR): then only the program's own regions are checked."""
+
+    def __init__(self, pipeline, input_regions: tuple, output_read_regions: tuple = ()):
+        self.pipeline = pipeline
+        self.input_regions = tuple(input_regions)
+        self.output_read_regions = tuple(output_read_regions)
+        self._memo: dict = {}
+
+    @classmethod
+    def of(cls, lowered: L.LoweredPipeline, pipeline=None) -> "RegionCheck":
+        return cls(pipeline, lowered.input_regions,
+                   getattr(lowered, "output_read_regions", ()))
+
+    def __call__(self, out_sizes: dict, images: dict, arrays: dict, params: dict) -> None:
+        needed = self.regions(out_sizes, images, arrays, params)
+        for name, box in needed[_OUTPUTS].items():       # outputs first, as the reference
+            for d, ((lo, hi), n) in enumerate(zip(box, out_sizes[name])):
+                if lo < 0 or hi >= n:
+                    raise RealizeError(
+                        f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
+                        f"dimension {d} but its size there is {n}: the pipeline reads or "
+                        f"updates {name} beyond the size asked for; realize a larger {name}")
+        for name, rs in needed.items():
+            if name in images:
+                _check_input(name, images[name], rs)
+
+    def regions(self, out_sizes: dict, images: dict, arrays: dict, params: dict) -> dict:
+        """``{input: [(lo, hi) or None, ...], "<outputs>": {output: [(lo, hi), ...]}}``."""
+        env = {k: np.asarray(v).item() if hasattr(v, "dtype") else v for k, v in params.items()}
+        for name, arr in arrays.items():
+            for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
+                env[f"{name}.extent.{d}"] = ext
+                env[f"{name}.stride.{d}"] = st // arr.itemsize
+        key = tuple(sorted(env.items()))
+        needed = self._memo.get(key)
+        if needed is not None:
+            return needed
+        needed = {_OUTPUTS: ({} if self.pipeline is None else
+                             _output_regions(self.pipeline, out_sizes, images, params))}
+        env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
+               for k, v in env.items()}
+        for name, dims in self.input_regions + self.output_read_regions:
+            rs = []
+            for lo_e, ext_e in dims:
+                lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
+                rs.append((lo, lo + ext - 1) if ext > 0 else None)
+            if name in out_sizes:
+                if all(r is not None for r in rs):       # read by the program itself
+                    needed[_OUTPUTS][name] = [
+                        (min(lo, a), max(hi, b)) for (lo, hi), (a, b)
+                        in zip(rs, needed[_OUTPUTS].get(name, rs))]
+            else:
+                needed[name] = rs
+        if not self.input_regions and images and self.pipeline is not None:
+            _check_with_analysis(self.pipeline, out_sizes, images, params)
+        if len(self._memo) > 256:
+            self._memo.clear()
+        self._memo[key] = needed          # one assignment: safe for concurrent callers
+        return needed
+
+
+def _output_regions(pipeline, out_sizes, images, params) -> dict:
+    """The region of each output the pipeline touches (its own updates, other Funcs
+    reading it), from the interval analysis.  ``BoundsError`` when an access has no
+    usable bound (a data-dependent index that nothing clamps): compiled code could
+    write anywhere, so it does not run, and the reference raises the same error."""
+    from ..analysis.intervals import required_regions
+    firsts = list(out_sizes.values())
+    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
+    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    out = {}
+    for name in out_sizes:
+        box = boxes.get(name)
+        if box is None:
+            continue
+        rs = []
+        for d, iv in enumerate(box):
+            lo, hi = iv.lo, iv.hi
+            if lo is None or hi is None or not np.isfinite(float(lo)) or \
+                    not np.isfinite(float(hi)):
+                raise BoundsError(f"realize(): output {name} is accessed in dimension {d} "
+                                  f"over [{lo}, {hi}], which has no usable bound; clamp the "
+                                  "coordinates that read or write it")
+            rs.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
+        out[name] = rs
+    return out
+
+
+def _eval_int(e, env) -> int:
+    return int(e) if isinstance(e, (int, np.integer)) else int(eval_scalar(e, env))
+
+
+def _check_input(name: str, arr, needed) -> None:
+    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None (then
+    nothing at all is read)."""
+    shape = tuple(reversed(arr.shape))
+    if any(r is None for r in needed):
+        return                           # an empty region: nothing is read
+    for d, (lo, hi) in enumerate(needed):
+        if lo < 0 or hi >= shape[d]:
+            raise RealizeError(
+                f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
+                f"{arr.ndim - 1 - d}) must cover [{lo}, {hi}] but the array has extent "
+                f"{shape[d]} there (shape {arr.shape})")
+
+
+def _check_with_analysis(pipeline, out_sizes, images, params) -> None:
+    """Input regions from the interval analysis, for a program that recorded none."""
+    from ..analysis.intervals import required_regions
+    firsts = list(out_sizes.values())
+    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
+    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    for name, arr in images.items():
+        box = boxes.get(name)
+        if box is None:
+            continue
+        needed = []
+        for d, iv in enumerate(box):
+            lo, hi = iv.lo, iv.hi
+            if lo is None or hi is None or not np.isfinite(float(lo)) or not np.isfinite(float(hi)):
+                raise BoundsError(f"the region of input {name} read in dimension {d} is "
+                                  f"unbounded ([{lo}, {hi}]); clamp the indices that read it")
+            needed.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
+        _check_input(name, arr, needed)

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import BoundsError, LoweringError, RealizeError
-from ...model.evaluate import eval_scalar
+from ...errors import LoweringError, RealizeError
+from ...lower.regions import RegionCheck
 from .codegen import GeneratedModule
 from .codegen_memory import ERR_ALLOC, ERR_BOUNDS
 from .runtime import NativeKernel
@@ -52,7 +52,7 @@ class CompiledPipeline:
         self.compile_seconds = compile_seconds
         self.cache_hit = kernel.jit.cache_hit
         self.notes = tuple(lowered.notes) + tuple(generated.notes)
-        self._region_memo = {}     # argument shapes -> regions read (a cache, no call state)
+        self._regions = RegionCheck.of(lowered, pipeline)   # memoizes per shapes
 
     # -- inspection --------------------------------------------------------------------
     def llvm_ir(self) -> str:
@@ -83,7 +83,7 @@ class CompiledPipeline:
         outputs = self._outputs(out_sizes, out)
         images = {n: self._input_view(n, a, outputs) for n, a in images.items()}
         arrays = {**images, **outputs}
-        self._check_regions(out_sizes, images, arrays, params)
+        self._regions(out_sizes, images, arrays, params)
         bufs = []
         for a in self.generated.buffer_args:
             if a.name not in arrays:
@@ -154,84 +154,6 @@ class CompiledPipeline:
             return np.ascontiguousarray(arr).copy()
         return arr
 
-    def _check_regions(self, out_sizes, images, arrays, params) -> None:
-        """Before anything runs: every input covers what the program reads of it, and
-        every output what the program reads or writes of it (its updates, and other
-        Funcs that read it).  An access no bound can be given raises ``BoundsError``,
-        as the reference does; nothing is run that could touch memory it does not own."""
-        regions = self.lowered.input_regions
-        env = dict(params)
-        for name, arr in arrays.items():
-            for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
-                env[f"{name}.extent.{d}"] = ext
-                env[f"{name}.stride.{d}"] = st // arr.itemsize
-        key = tuple(sorted(env.items()))
-        needed = self._region_memo.get(key)
-        if needed is None:
-            # evaluating the region Exprs costs far more than a small realize: memoize
-            needed = {_OUTPUTS: _output_regions(self.pipeline, out_sizes, images, params)}
-            out_reads = self.lowered.output_read_regions
-            env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
-                   for k, v in env.items()}
-            for name, dims in tuple(regions) + tuple(out_reads):
-                rs = []
-                for lo_e, ext_e in dims:
-                    lo, ext = _eval_int(lo_e, env), _eval_int(ext_e, env)
-                    rs.append((lo, lo + ext - 1) if ext > 0 else None)
-                if name in out_sizes:
-                    if all(r is not None for r in rs):       # read by the program itself
-                        needed[_OUTPUTS][name] = [
-                            (min(lo, a), max(hi, b)) for (lo, hi), (a, b)
-                            in zip(rs, needed[_OUTPUTS].get(name, rs))]
-                else:
-                    needed[name] = rs
-            if not regions and images:
-                _check_with_analysis(self.pipeline, out_sizes, images, params)
-            if len(self._region_memo) > 256:
-                self._region_memo.clear()
-            self._region_memo[key] = needed
-        for name, box in needed[_OUTPUTS].items():       # outputs first, as the reference
-            for d, ((lo, hi), n) in enumerate(zip(box, out_sizes[name])):
-                if lo < 0 or hi >= n:
-                    raise RealizeError(
-                        f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
-                        f"dimension {d} but its size there is {n}: the pipeline reads or "
-                        f"updates {name} beyond the size asked for; realize a larger {name}")
-        for name, rs in needed.items():
-            if name in images:
-                _check_input(name, images[name], rs)
-
-
-_OUTPUTS = "<outputs>"
-
-
-def _output_regions(pipeline, out_sizes, images, params) -> dict:
-    """The region of each output the pipeline touches (its own updates, other Funcs
-    reading it), from the interval analysis.  ``BoundsError`` when an access has no
-    usable bound (a data-dependent index that nothing clamps): compiled code could
-    write anywhere, so it does not run, and the reference raises the same error."""
-    from ...analysis.intervals import required_regions
-    firsts = list(out_sizes.values())
-    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
-    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
-    out = {}
-    for name in out_sizes:
-        box = boxes.get(name)
-        if box is None:
-            continue
-        rs = []
-        for d, iv in enumerate(box):
-            lo, hi = iv.lo, iv.hi
-            if lo is None or hi is None or not np.isfinite(float(lo)) or \
-                    not np.isfinite(float(hi)):
-                raise BoundsError(f"realize(): output {name} is accessed in dimension {d} "
-                                  f"over [{lo}, {hi}], which has no usable bound; clamp the "
-                                  "coordinates that read or write it")
-            rs.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
-        out[name] = rs
-    return out
-
 
 def _fault_message(pipeline_name: str, names, fault, arrays: dict, pipeline) -> str:
     """A checked build's first fault, as the Func (or input), coordinate and range."""
@@ -254,44 +176,6 @@ def _fault_message(pipeline_name: str, names, fault, arrays: dict, pipeline) -> 
             f"the coordinates it has ({span}, innermost first): the compiled program "
             "touches memory it does not own, a lowering bug: please report it with the "
             "schedule")
-
-
-def _eval_int(e, env) -> int:
-    return int(e) if isinstance(e, (int, np.integer)) else int(eval_scalar(e, env))
-
-
-def _check_input(name: str, arr: np.ndarray, needed) -> None:
-    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None (then
-    nothing at all is read)."""
-    shape = tuple(reversed(arr.shape))
-    if any(r is None for r in needed):
-        return                           # an empty region: nothing is read
-    for d, (lo, hi) in enumerate(needed):
-        if lo < 0 or hi >= shape[d]:
-            raise RealizeError(
-                f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
-                f"{arr.ndim - 1 - d}) must cover [{lo}, {hi}] but the array has extent "
-                f"{shape[d]} there (shape {arr.shape})")
-
-
-def _check_with_analysis(pipeline, out_sizes, images, params) -> None:
-    from ...analysis.intervals import required_regions
-    firsts = list(out_sizes.values())
-    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
-    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
-    for name, arr in images.items():
-        box = boxes.get(name)
-        if box is None:
-            continue
-        needed = []
-        for d, iv in enumerate(box):
-            lo, hi = iv.lo, iv.hi
-            if lo is None or hi is None or not np.isfinite(float(lo)) or not np.isfinite(float(hi)):
-                raise BoundsError(f"the region of input {name} read in dimension {d} is "
-                                  f"unbounded ([{lo}, {hi}]); clamp the indices that read it")
-            needed.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
-        _check_input(name, arr, needed)
 
 
 def _check_int32_span(name: str, arr: np.ndarray) -> None:

@@ -189,4 +189,5 @@ def generate(lp: LoweredPipeline) -> CudaProgram:
               f"({len(splitter.kernels)} kernel{'s' if len(splitter.kernels) != 1 else ''})\n")
     source = header + PRELUDE + "\n" + "\n".join(splitter.texts)
     return CudaProgram(lp.name, source, tuple(splitter.kernels), plan, tuple(lp.args),
-                       tuple(lp.notes) + tuple(splitter.notes))
+                       tuple(lp.notes) + tuple(splitter.notes),
+                       (tuple(lp.input_regions), tuple(lp.output_read_regions)))

@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from ...errors import LoweringError, RealizeError
+from ...lower.regions import RegionCheck
 from .plan import CudaProgram, bind_arguments, run_plan
+from .runtime import check_inputs
 
 SHIM = Path(__file__).with_name("cuda_cpu_shim.h")
 GUARD = 64                      # guard elements on each side of every buffer
@@ -174,14 +176,14 @@ class EmulatedPipeline:
         self.program = program
         self.defaults = dict(defaults or {})
         self.pipeline = pipeline
+        self._regions = None if pipeline is None else RegionCheck(pipeline, *program.regions)
         self.lib = build_library(program)
         self.last_launches = 0
 
     def realize(self, sizes, **inputs):
         env, arrays, outputs = bind_arguments(self.program.args, sizes, inputs, self.defaults)
         if self.pipeline is not None:
-            from .runtime import check_inputs
-            check_inputs(self.pipeline, sizes, arrays, outputs, env)
+            check_inputs(self._regions, arrays, outputs, env)
         dev = _ShimDevice(self.lib, self.program)
         buffers = {}
         for name, arr in arrays.items():

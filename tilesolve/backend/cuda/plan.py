@@ -107,6 +107,8 @@ class CudaProgram:
     plan: object                     # the host plan
     args: tuple                      # of lower.ir.Argument, calling order
     notes: tuple = field(default=())
+    regions: tuple = field(default=((), ()))   # the lowered program's (input, output-read)
+                                               # region Exprs: what RegionCheck checks
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:

@@ -12,11 +12,10 @@ and ``CudaUnavailableError`` carries that reason.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ...errors import TilesolveError
+from ...lower.regions import RegionCheck
 from .plan import CudaProgram, bind_arguments, run_plan
 
 __all__ = ["CudaPipeline", "CudaUnavailableError", "availability", "check_inputs"]
@@ -43,32 +42,16 @@ def availability() -> str | None:
     return None if n > 0 else "the CUDA driver sees no GPU"
 
 
-def check_inputs(pipeline, sizes, arrays: dict, outputs: list, env: dict) -> None:
-    """``RealizeError`` when an input is smaller than the region the pipeline reads
-    (the kernels do not check bounds)."""
-    from ...analysis.intervals import required_regions
-    from ...reference import check_input_regions
+def check_inputs(check: RegionCheck, arrays: dict, outputs: list, env: dict) -> None:
+    """Before any kernel runs: every input covers what the *lowered program* reads of it
+    (``round_up`` loops included) and every output what is touched of it, or
+    ``RealizeError``/``BoundsError`` naming it (the kernels do not check bounds).
+    ``check`` is ``RegionCheck(pipeline, *program.regions)``: the CPU runtime's check."""
+    pipeline = check.pipeline
     images = {n: arrays[n] for n in pipeline.images}
     params = {n: np.asarray(env[n]).item() for n in pipeline.params if n in env}
-    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    if not isinstance(sizes, dict) and len(outputs) > 1:
-        sizes = {n: sizes for n in outputs}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
-    regions = {}
-    for name in images:
-        box = boxes.get(name)
-        if box is None:
-            continue
-        region = []
-        for iv in box:
-            lo, hi = float(iv.lo), float(iv.hi)
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                region = None
-                break
-            region.append((math.floor(lo), math.ceil(hi)))
-        if region is not None:
-            regions[name] = region
-    check_input_regions(pipeline, images, regions)
+    out_sizes = {n: list(reversed(arrays[n].shape)) for n in outputs}
+    check(out_sizes, images, arrays, params)
 
 
 class _PycudaDevice:
@@ -99,6 +82,7 @@ class CudaPipeline:
         import pycuda.driver as cuda
         self.cuda = cuda
         self.program, self.spec, self.pipeline = program, spec, pipeline
+        self._regions = None if pipeline is None else RegionCheck(pipeline, *program.regions)
         self.defaults = dict(defaults or {})
         self.module = cuda.module_from_buffer(cubin)
         self.functions = {k.name: self.module.get_function(k.name) for k in program.kernels}
@@ -107,7 +91,7 @@ class CudaPipeline:
     def _upload(self, sizes, inputs):
         env, arrays, outputs = bind_arguments(self.program.args, sizes, inputs, self.defaults)
         if self.pipeline is not None:
-            check_inputs(self.pipeline, sizes, arrays, outputs, env)
+            check_inputs(self._regions, arrays, outputs, env)
         cuda = self.cuda
         buffers = {}
         for name, arr in arrays.items():
