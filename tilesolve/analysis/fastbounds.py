@@ -45,8 +45,7 @@ class FastBounder:
     def _bounds(self, e):
         t = e.type
         if isinstance(e, E.Const):
-            v = e.value
-            return (int(v), int(v)) if not t.is_float() else (v, v)
+            return N.const(t, e.value)
         if isinstance(e, (E.Var, E.RVar, E.Param)):
             r = self.scope.get(e.name)
             return r if r is not None else N.type_range(t)

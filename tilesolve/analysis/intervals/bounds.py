@@ -17,8 +17,6 @@ from __future__ import annotations
 import copy
 import math
 
-import numpy as np
-
 from ...model import expr as E
 from ...model import types as T
 from ...model.evaluate import extent_key
@@ -157,13 +155,7 @@ class Bounder:
     # -- dispatch ---------------------------------------------------------------------
     def _bounds(self, e):
         if isinstance(e, E.Const):
-            v = e.value
-            if isinstance(v, float):
-                if v != v:
-                    return Interval.everything()
-                if e.type.bits == 32:     # Const keeps a float64; the value is float32
-                    v = float(np.float32(v))
-            return Interval.point(int(v) if isinstance(v, bool) else v)
+            return _iv(N.const(e.type, e.value))
         if isinstance(e, (E.Var, E.RVar, E.Param)):
             return self._leaf(e, e.name)
         if isinstance(e, E.BufferExtent):

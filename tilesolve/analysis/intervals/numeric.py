@@ -209,6 +209,20 @@ def max_(t, a, b):
     return fit(t, max(a[0], b[0]), max(a[1], b[1]))
 
 
+# -- constants -----------------------------------------------------------------------
+def const(t, v) -> tuple:
+    """The interval of a constant of type ``t``: a float32 Const keeps a float64, its
+    value is the float32 nearest; NaN lies in no interval (everything)."""
+    if isinstance(v, float):
+        if v != v:
+            return EVERYTHING
+        if t.bits == 32:
+            v = float(np.float32(v))
+        return (v, v)
+    v = int(v)
+    return (v, v)
+
+
 # -- comparisons and logic (results are 0/1) -------------------------------------
 def compare(op, a, b):
     """Bounds of ``a op b`` as (0|1, 0|1)."""
