@@ -269,10 +269,10 @@ class _Simplifier:
             r = self._linear_result(t, self._lin_combine(op, a, b))
             if r is not None:
                 return r
-            fn = {"add": N.add, "sub": N.sub, "mul": N.mul}[op]
+            fn = N.op_rule(op)
             return self._keep(e, op, a, b), fn(t, ab, bb)
         if op == "mul":
-            return self._keep(e, op, a, b), N.mul(t, ab, bb)
+            return self._keep(e, op, a, b), N.op_rule("mul")(t, ab, bb)
         if op == "div":
             return self._div(e, a, b, ab, bb)
         if op == "mod":
@@ -371,7 +371,7 @@ class _Simplifier:
             return self._v_Const(_ct(t, 0))
         if k == 1:
             return a, ab
-        qb = N.div(t, ab, bb)
+        qb = N.op_rule("div")(t, ab, bb)
         if qb[0] == qb[1]:
             return self._v_Const(_ct(t, qb[0]))
         if k is not None and k > 1:
@@ -396,7 +396,7 @@ class _Simplifier:
         k = const_int(b)
         if k == 0 or k in (1, -1) or const_int(a) == 0:
             return self._v_Const(_ct(t, 0))
-        mb = N.mod(t, ab, bb)
+        mb = N.op_rule("mod")(t, ab, bb)
         if mb[0] == mb[1]:
             return self._v_Const(_ct(t, mb[0]))
         if k is not None:
@@ -416,7 +416,7 @@ class _Simplifier:
 
     def _minmax(self, e, op, a, b, ab, bb):
         t = a.type
-        fn = N.min_ if op == "min" else N.max_
+        fn = N.op_rule(op)
         if a is b:
             return a, ab
         first_smaller = ab[1] <= bb[0]
@@ -442,7 +442,7 @@ class _Simplifier:
         if not t.is_float():
             if a is b:
                 return self._v_Const(_ct(T.bool_, op in ("eq", "le")))
-            cb = N.compare(op, ab, bb)
+            cb = N.op_rule(op)(t, ab, bb)
             if cb[0] == cb[1]:
                 return self._v_Const(_ct(T.bool_, cb[0]))
             if _index(t):
@@ -455,7 +455,7 @@ class _Simplifier:
                     # x + c < k  ->  x < k - c   (no overflow in index arithmetic)
                     return self.visit(E.BinOp(op, _L.build_linear(t, terms, 0), _ct(t, kb - c)))
         r = E.BinOp(op, a, b)
-        return r, ((0, 1) if t.is_float() else N.compare(op, ab, bb))
+        return r, ((0, 1) if t.is_float() else N.op_rule(op)(t, ab, bb))
 
     def _logic(self, op, a, b, ab, bb):
         absorbing = op == "or"          # x | true == true; x & false == false
@@ -466,7 +466,7 @@ class _Simplifier:
                 return y, yb
         if a is b:
             return a, ab
-        return E.BinOp(op, a, b), N.logic(op, ab, bb)
+        return E.BinOp(op, a, b), N.op_rule(op)(T.bool_, ab, bb)
 
     def _v_Not(self, e):
         a, ab = self.visit(e.a)
@@ -503,7 +503,7 @@ class _Simplifier:
             return self._fold(r)
         if e.name == "abs" and (e.type.is_uint() or args[0][1][0] >= 0):
             return args[0]
-        return r, N.intrinsic(e.name, e.type, [b for _, b in args])
+        return r, N.op_rule(e.name)(e.type, *[b for _, b in args])
 
     def _v_Let(self, e):
         v, vb = self.visit(e.value)
