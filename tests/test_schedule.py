@@ -700,3 +700,20 @@ def test_loop_nest_nested_compute_at_regions():
 
 def test_lazy_export():
     assert ts.Schedule is Schedule
+
+
+def test_round_up_on_an_update_is_refused():
+    """Found by the fuzz profile: an update stage split with tail='round_up' under
+    store_root updated points of other iterations' regions (a wrong result). As in
+    Halide, an update's pure Vars take guard_with_if only."""
+    x, y = ts.Var("x"), ts.Var("y")
+    r = ts.RDom((0, 3))
+    f, g = ts.Func("f"), ts.Func("g")
+    f[x, y] = x + y
+    f[x, y] = f[x, y] + r.x
+    g[x, y] = f[x, y] * 2
+    s = ts.Schedule(ts.Pipeline(g))
+    with pytest.raises(ts.ScheduleError, match=r"Func f \(update 0\): split\(y, yo, yi, 8\): "
+                                               r"tail='round_up' updates points past the region"):
+        s[f].update(0).split(y, "yo", "yi", 8, tail="round_up")
+    s[f].update(0).split(y, "yo", "yi", 8, tail="guard_with_if")

@@ -42,7 +42,7 @@ def __getattr__(name):
         "compile": ("tilesolve.backend.compile", "compile"),
         "load_spec": ("tilesolve.specs", "load_spec"),
         "HardwareSpec": ("tilesolve.specs", "HardwareSpec"),
-        "solve_schedule": ("tilesolve.solver", "solve_schedule"),
+        "solve_schedule": ("tilesolve.backend.compile", "solve_schedule"),
         "Interval": ("tilesolve.analysis.intervals", "Interval"),
         "Box": ("tilesolve.analysis.intervals", "Box"),
         "bounds_of": ("tilesolve.analysis.intervals", "bounds_of"),

@@ -17,7 +17,12 @@ class BoundsError(PipelineError):
 
 
 class ScheduleError(TilesolveError):
-    """An illegal schedule directive; names the Func and the loop."""
+    """An illegal schedule directive; names the Func and the loop (``func``: the Func's
+    name, where the error is about one Func)."""
+
+    def __init__(self, *args, func: str | None = None):
+        super().__init__(*args)
+        self.func = func
 
 
 class SpecError(TilesolveError):

@@ -50,7 +50,7 @@ def _num(v, default):
 def rdom_scope(problem, d) -> dict:
     """Concrete intervals of a definition's RVars (from params and estimates)."""
     from ..model.evaluate import eval_scalar, extent_key
-    env = {n: p.default for n, p in problem.pipeline.params.items() if p.default is not None}
+    env = dict(problem.param_values)
     for img, sizes in problem.estimates.items():
         if img in problem.pipeline.images:
             for i, s in enumerate(sizes):

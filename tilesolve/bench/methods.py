@@ -99,7 +99,7 @@ def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = N
     if method == "naive":
         sched = naive_schedule(pipe)
         return sched, time.perf_counter() - t0, None
-    from ..solver import solve_schedule
+    from ..backend.compile import solve_schedule      # with lowering's GPU check
     kwargs = {"estimates": estimates, "method": method, "seed": seed}
     if time_limit is not None:
         kwargs["time_limit"] = time_limit

@@ -375,7 +375,8 @@ class Placer:
                     f"Func {name}: store_in({asked!r}) needs a buffer of constant size, but its "
                     f"extent in dimension {d} ({var}) has no constant upper bound ({why}): "
                     f"{x}; compute it where the region it covers has a constant size (inside a "
-                    "tile of constant size), or store it in memory that may be sized at run time")
+                    "tile of constant size), or store it in memory that may be sized at run time",
+                    func=name)
             return asked
         if not kinds:
             return "heap"

@@ -96,9 +96,13 @@ def split(facts: StageFacts, st: StageSchedule, old: str, outer: str, inner: str
     if d.is_rvar and tail in ("round_up", "shift_inward"):
         raise ScheduleError(f"{facts.where}: {act}: tail={tail!r} would compute reduction points "
                             f"twice or past the RDom for RVar loop {old}; use guard_with_if")
-    if facts.is_update and tail == "shift_inward":
-        raise ScheduleError(f"{facts.where}: {act}: tail='shift_inward' recomputes points, which "
-                            f"changes an update's result; use guard_with_if or round_up")
+    if facts.is_update and tail in ("shift_inward", "round_up"):
+        # as in Halide: an update is not idempotent (f += ...), and the points a tail
+        # recomputes (shift_inward) or adds past the region (round_up) may be points
+        # another iteration computes or has computed (store_root, sliding windows)
+        what = "recomputes points" if tail == "shift_inward" else "updates points past the region"
+        raise ScheduleError(f"{facts.where}: {act}: tail={tail!r} {what}, which changes an "
+                            f"update's result; use guard_with_if")
     if facts.is_output and tail == "round_up":
         raise ScheduleError(f"{facts.where}: {act}: tail='round_up' would write past the end of "
                             f"output {facts.func}; use guard_with_if or shift_inward")

@@ -87,8 +87,8 @@ class Split:
     ``"guard_with_if"`` (skip the points past the end), ``"shift_inward"``
     (the last tile is moved back to end at the end, recomputing a few points;
     legal only where recomputation is harmless: pure stages), ``"round_up"``
-    (compute past the end; the buffer is rounded up; never for outputs or
-    RVars) or ``"auto"`` (decided by lowering with ``resolve_tail``).
+    (compute past the end; the buffer is rounded up; pure stages of Funcs that
+    are not outputs only) or ``"auto"`` (decided by lowering with ``resolve_tail``).
     """
 
     old: str
@@ -214,10 +214,10 @@ def resolve_tail(tail: str, *, is_update: bool, is_rvar: bool, is_output: bool) 
 
     RVars guard with if (recomputing or rounding up a reduction point changes
     the result); pure stages shift inward.  Pure Vars of updates guard with if
-    too: Halide rounds them up, but that computes points past the Func's
-    region, whose inputs may lie outside the arrays given (a RealizeError
-    for an input exactly as large as the algorithm needs).  ``round_up``
-    stays available by name.
+    too: an update is not idempotent, so neither recomputing points
+    (``shift_inward``) nor updating points past the region (``round_up``: they
+    may belong to another iteration's region, with ``store_root``) is legal
+    there, as in Halide; both are refused by name.
     """
     if tail != "auto":
         return tail

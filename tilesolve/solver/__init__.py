@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import time
 
-from ..errors import SolverError
+from ..errors import ScheduleError, SolverError
 from .cost import CostModel
 from .problem import Problem
 from .provenance import Provenance
-from .schedule_gen import schedule_from_columns
+from .schedule_gen import in_group_callees, schedule_from_columns
 
 METHODS = ("auto", "greedy", "ilp", "beam")
 
@@ -88,12 +88,18 @@ def _check_arguments(pipeline, estimates, method, time_limit, seed, options) -> 
 
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
-                   time_limit: float = 10.0, seed: int = 0, **options):
+                   time_limit: float = 10.0, seed: int = 0, *, verify=None, **options):
     """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a
     spec name or a YAML path).  ``estimates`` maps output and input names to
     sizes (innermost first); input sizes are inferred from the outputs where
     possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
-    ``memory_budget_bytes=...`` for the ILP)."""
+    ``memory_budget_bytes=...`` for the ILP).
+
+    ``verify(pipeline, schedule)``, for GPU specs, raises ``ScheduleError`` with
+    ``.func`` set when that Func's per-block buffer has no constant size; the Func
+    (and the group members it reads) is then computed at root, in a kernel of its
+    own, and the schedule checked again.  ``ts.solve_schedule`` passes lowering's
+    check (the solver cannot import lowering: it sits to its right)."""
     _check_arguments(pipeline, estimates, method, time_limit, seed, options)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
@@ -119,7 +125,19 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
                               f"the package {e.name or e}, which does not import: {e}; install "
                               "it, or use method='greedy' or 'beam'") from None
     prov = prov.replace(solve_time=round(time.perf_counter() - t0, 4), spec=spec.name)
-    return schedule_from_columns(problem, columns, prov)
+    at_root: set = set()
+    for _ in range(len(problem.funcs) + 1):
+        sched = schedule_from_columns(problem, columns, prov, at_root=at_root)
+        if verify is None or not spec.is_gpu:
+            return sched
+        try:
+            verify(pipeline, sched)
+            return sched
+        except ScheduleError as e:
+            if e.func is None or e.func in at_root or e.func not in problem.funcs:
+                raise
+            at_root |= in_group_callees(problem, columns, e.func)
+    return sched
 
 
 def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):

@@ -63,16 +63,48 @@ class Problem:
         self._bpp: dict = {}
         self._points: dict = {}
 
+    def moved(self, k: int) -> "Problem":
+        """The same problem where every run-time value has moved: each estimate
+        ``s * k + k - 1`` and each Param's default moved (floats scaled by 1 + 0.85 (k - 1),
+        integers plus k).  The inlining choices are this problem's.  Comparing tile
+        facts here and in another moved copy shows which regions depend on run-time
+        values (what no constant-size GPU buffer can hold)."""
+        est = {n: [v * k + k - 1 for v in sizes] for n, sizes in self.estimates.items()}
+        moved_params = {}
+        for n, prm in self.pipeline.params.items():
+            if prm.default is None:
+                continue
+            d = prm.default
+            moved_params[n] = d * (1 + 0.85 * (k - 1)) if isinstance(d, float) else d + k
+        other = Problem.__new__(Problem)
+        other.pipeline, other.spec = self.pipeline, self.spec
+        other.estimates = est
+        out_sizes = {o: est[o] for o in self.pipeline.output_names}
+        input_sizes = {n: est[n] for n in self.pipeline.images if n in est}
+        regions = required_regions(self.pipeline, out_sizes, input_sizes=input_sizes,
+                                   params=moved_params)
+        other.regions = {n: _box_bounds(b) for n, b in regions.items()}
+        other.inlined, other.funcs, other._outputs = self.inlined, self.funcs, self._outputs
+        other._bpp, other._points = {}, {}
+        other._param_values = moved_params
+        return other
+
+    @property
+    def param_values(self) -> dict:
+        """Param name -> the value the analysis assumes (the defaults, or moved ones)."""
+        pv = getattr(self, "_param_values", None)
+        if pv is not None:
+            return pv
+        return {n: prm.default for n, prm in self.pipeline.params.items()
+                if prm.default is not None}
+
     # -- scopes for the interval analysis -----------------------------------------
     @cached_property
     def base_scope(self) -> dict:
         """Params (their defaults) and input extents (from the regions) as intervals."""
         from ..analysis.intervals import Interval
         from ..model.evaluate import extent_key
-        scope = {}
-        for n, prm in self.pipeline.params.items():
-            if prm.default is not None:
-                scope[n] = Interval.point(prm.default)
+        scope = {n: Interval.point(v) for n, v in self.param_values.items()}
         for img in self.pipeline.images:
             box = self.regions.get(img)
             if box is None:
@@ -86,7 +118,7 @@ class Problem:
     def value_bounds(self) -> dict:
         """Value range of every Func (bounds data-dependent indices, e.g. LUTs)."""
         from ..analysis.intervals.regions import func_value_bounds
-        params = {n: prm.default for n, prm in self.pipeline.params.items() if prm.default is not None}
+        params = self.param_values
         sizes = {img: self.estimates.get(img) or [hi + 1 for _, hi in self.regions[img]]
                  for img in self.pipeline.images if img in self.regions}
         return func_value_bounds(self.pipeline, params=params, input_sizes=sizes)

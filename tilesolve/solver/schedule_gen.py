@@ -24,6 +24,7 @@ pure dimension an update reads across) are skipped, never forced.
 from __future__ import annotations
 
 from ..errors import ScheduleError
+from ..model import expr as E
 from ..model.schedule import Schedule
 
 
@@ -143,7 +144,7 @@ def _cpu_group(problem, s, group, tiling) -> None:
         _schedule_updates(problem, s, m, False, extents)
 
 
-def _gpu_group(problem, s, group, tiling) -> None:
+def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
     out = group.output
     f = problem.func(out)
     names = [v.name for v in f.pure.args]
@@ -162,24 +163,106 @@ def _gpu_group(problem, s, group, tiling) -> None:
         a = tiled[0]
         h.gpu_tile(names[a], f"{names[a]}o", f"{names[a]}i", tiling.sizes[a])
         block_var = f"{names[a]}o"
+    _gpu_updates(problem, s, out, [names[i] for i in tiled])
+    at_root = _runtime_sized(problem, group, tiling) | (set(forced) & group.producers())
     for m in sorted(group.producers()):
         hm = s[m]
+        mn = [v.name for v in problem.func(m).pure.args]
+        if m in at_root:
+            # no constant-size shared buffer can hold its tile: a kernel of its own
+            hm.compute_root()
+            d = problem.spec.warp_size
+            _try(hm.gpu_tile, mn[0], f"{mn[0]}o", f"{mn[0]}i", d)
+            _gpu_updates(problem, s, m, mn[:1], tile=d)
+            continue
         hm.compute_at(out, block_var)
         hm.store_in("shared")
-        mn = [v.name for v in problem.func(m).pure.args]
         _try(hm.gpu_threads, *[mn[i] for i in tiled if i < len(mn)])
+        _gpu_updates(problem, s, m, [mn[i] for i in tiled if i < len(mn)], threads_only=True)
 
 
-def schedule_from_columns(problem, columns, provenance) -> Schedule:
+def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False) -> None:
+    """Each update stage runs its pure dimensions among ``dims`` on GPU threads (and,
+    for a root Func, blocks) rather than on one thread: where the update's site is
+    those pure Vars, distinct threads write distinct points (no race)."""
+    f = problem.func(name)
+    for i, d in enumerate(f.updates):
+        pure = [a.name for a in d.args if isinstance(a, E.Var)]
+        mine = [v for v in dims if v in pure]
+        if not mine:
+            continue
+        h = s[name].update(i)
+        if threads_only:
+            _try(h.gpu_threads, *mine[:2])
+        elif len(mine) >= 2 and tile is None:
+            a, b = mine[:2]
+            _try(h.gpu_tile, a, b, f"{a}o", f"{b}o", f"{a}i", f"{b}i", 16, 8)
+        else:
+            _try(h.gpu_tile, mine[0], f"{mine[0]}o", f"{mine[0]}i",
+                 tile or problem.spec.warp_size)
+
+
+def _runtime_sized(problem, group, tiling) -> set:
+    """Producers of ``group`` whose per-block region depends on run-time values (image
+    sizes, Params), with the producers they read: the tile facts of two copies of the
+    problem with the run-time values moved differ in their extents.  A constant-size
+    shared buffer cannot hold them (lowering would refuse ``store_in("shared")``)."""
+    from ..analysis.footprint import interior_tile, tile_facts
+    producers = group.producers()
+    if not producers:
+        return set()
+    try:
+        facts = []
+        for k in (2, 3):
+            moved = _moved(problem, k)
+            tile = interior_tile(moved.regions[group.output], tiling.sizes)
+            facts.append(tile_facts(moved, group, tile).member_regions)
+    except Exception:          # noqa: BLE001 -- a region with no bound: all are suspect
+        return set(producers)
+    ext = [{m: tuple(hi - lo for lo, hi in r[m]) if m in r else None for m in producers}
+           for r in facts]
+    return _with_callees(problem, producers, {m for m in producers if ext[0][m] != ext[1][m]})
+
+
+def _with_callees(problem, members, names) -> set:
+    """``names`` with the ``members`` they read, transitively: a root Func cannot read
+    what is computed per block of its consumer."""
+    out, grow = set(names), list(names)
+    while grow:
+        m = grow.pop()
+        for c in problem.callees.get(m, ()):
+            if c in members and c not in out:
+                out.add(c)
+                grow.append(c)
+    return out
+
+
+def in_group_callees(problem, columns, name) -> set:
+    """``name`` with the producers of its group that it reads (to compute at root)."""
+    for group, _tiling, _cost in columns:
+        if name in group.producers():
+            return _with_callees(problem, group.producers(), {name})
+    return {name}
+
+
+def _moved(problem, k):
+    cache = problem.__dict__.setdefault("_moved_copies", {})
+    if k not in cache:
+        cache[k] = problem.moved(k)
+    return cache[k]
+
+
+def schedule_from_columns(problem, columns, provenance, at_root=frozenset()) -> Schedule:
     """A Schedule computing each group as chosen; inlined Funcs stay inline.
     Its ``provenance`` is ``provenance`` (a ``Provenance``) with the groups and
-    the inlined Funcs recorded."""
+    the inlined Funcs recorded.  GPU: the producers in ``at_root`` are computed at
+    root (kernels of their own) rather than per block of their group's output."""
     from .provenance import GroupRecord
     target = "cuda" if problem.spec.is_gpu else "cpu"
     s = Schedule(problem.pipeline, target=target)
     for group, tiling, _cost in columns:
         if problem.spec.is_gpu:
-            _gpu_group(problem, s, group, tiling)
+            _gpu_group(problem, s, group, tiling, at_root)
         else:
             _cpu_group(problem, s, group, tiling)
     groups = tuple(GroupRecord(g.output, tuple(sorted(g.members)), tuple(t.sizes), c)

@@ -85,8 +85,7 @@ class _HostSplitter:
         if isinstance(s, ProducerConsumer):
             return self.split(s.body)
         if isinstance(s, LetStmt):
-            _check_host_expr(s.value, f"let {s.name}")
-            return self._scoped(s.name, s.value.type, lambda: HostLet(s.name, s.value, self.split(s.body)))
+            return self._let_chain(s)
         if isinstance(s, For):
             _check_host_expr(s.min, f"loop {s.name}")
             _check_host_expr(s.extent, f"loop {s.name}")
@@ -114,6 +113,27 @@ class _HostSplitter:
         if isinstance(s, Barrier):
             return HostSeq(())
         raise LoweringError(f"the CUDA backend cannot place a {type(s).__name__} on the host")
+
+    def _let_chain(self, s):
+        """A chain of LetStmts (the hoisted regions of long pipelines: hundreds) in a
+        loop, not one recursion per let."""
+        chain = []
+        while isinstance(s, LetStmt):
+            _check_host_expr(s.value, f"let {s.name}")
+            chain.append((s.name, s.value, self.scalars.get(s.name)))
+            self.scalars[s.name] = s.value.type
+            s = s.body
+        try:
+            body = self.split(s)
+        finally:
+            for name, _, old in reversed(chain):
+                if old is None:
+                    self.scalars.pop(name, None)
+                else:
+                    self.scalars[name] = old
+        for name, value, _ in reversed(chain):
+            body = HostLet(name, value, body)
+        return body
 
     def _scoped(self, name, t, build):
         old = self.scalars.get(name)
@@ -156,7 +176,14 @@ def _flatten(step):
                 parts.append(s)
         return parts[0] if len(parts) == 1 else HostSeq(tuple(parts))
     if isinstance(step, HostLet):
-        return HostLet(step.name, step.value, _flatten(step.body))
+        chain = []
+        while isinstance(step, HostLet):          # a chain of lets: a loop, not recursion
+            chain.append(step)
+            step = step.body
+        body = _flatten(step)
+        for let in reversed(chain):
+            body = HostLet(let.name, let.value, body)
+        return body
     if isinstance(step, HostFor):
         return HostFor(step.name, step.min, step.extent, _flatten(step.body))
     if isinstance(step, HostIf):

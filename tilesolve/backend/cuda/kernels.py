@@ -270,6 +270,10 @@ class KernelBuilder:
         unbound = self._unbound()
         if store and unbound and not thread and not barrier:
             conds = " && ".join(f"threadIdx.{AXES[a]} == 0" for a in unbound)
+            if self.thread_level == 0 and self.writes:
+                # what the block's threads stored so far (e.g. the pure stage of the Func
+                # this updates) must be visible to the one thread before it reads it
+                self.line("__syncthreads();  // the block's stores so far, before one thread")
             self.open(f"if ({conds}) {{  // one thread of the block")
             saved, self.bound = self.bound, {0, 1, 2}
             self.stmt(s, True)

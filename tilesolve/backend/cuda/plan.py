@@ -158,8 +158,11 @@ def run_plan(program: CudaProgram, env: dict, buffers: dict, device, max_threads
                 run(s, env)
         elif isinstance(step, HostLet):
             inner = dict(env)
-            inner[step.name] = np.asarray(evaluate(step.value, env)).astype(step.value.type.dtype)[()]
-            run(step.body, inner)
+            while isinstance(step, HostLet):      # a chain of lets: a loop, not recursion
+                inner[step.name] = np.asarray(evaluate(step.value, inner)).astype(
+                    step.value.type.dtype)[()]
+                step = step.body
+            run(step, inner)
         elif isinstance(step, HostFor):
             lo, n = int(_scalar(step.min, env)), int(_scalar(step.extent, env))
             inner = dict(env)
@@ -206,7 +209,11 @@ def plan_str(step, indent: int = 0) -> str:
     if isinstance(step, HostSeq):
         return "\n".join(plan_str(s, indent) for s in step.steps) or f"{pad}(nothing)"
     if isinstance(step, HostLet):
-        return f"{pad}let {step.name} = {step.value}\n{plan_str(step.body, indent)}"
+        lines = []
+        while isinstance(step, HostLet):          # a chain of lets: a loop, not recursion
+            lines.append(f"{pad}let {step.name} = {step.value}")
+            step = step.body
+        return "\n".join(lines + [plan_str(step, indent)])
     if isinstance(step, HostFor):
         return (f"{pad}for {step.name} in [{step.min}, {step.min} + {step.extent}):\n"
                 f"{plan_str(step.body, indent + 1)}")
