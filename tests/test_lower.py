@@ -378,3 +378,26 @@ def test_simplification_is_idempotent_and_shares_unchanged_subtrees():
 def test_lowering_is_deterministic():
     pipe, bx, by = blur()
     assert str(lower(pipe, tiled(pipe, bx, by))) == str(lower(pipe, tiled(pipe, bx, by)))
+
+
+@pytest.mark.xfail(strict=True, raises=ts.BoundsError,
+                   reason="open bug found by the fuzz profile: after fuse + split(round_up) of a "
+                          "Func computed per x of its consumer, the symbolic bounds of a root "
+                          "producer's region lose their lower end (lowering refuses; no wrong code)")
+def test_round_up_split_of_a_fused_loop_bounds_a_root_producer():
+    x, y = ts.Var("x"), ts.Var("y")
+    src, acc, f0, f1, f2 = (ts.Func(n) for n in ("src", "acc", "f0", "f1", "f2"))
+    src[x, y] = x * 3 + y - 4
+    r1, r2 = ts.RDom((0, 3)), ts.RDom((1, 4))
+    acc[x, y] = 0
+    acc[x, y] = acc[x, y] + src[x + r1.x, y]
+    f0[x, y] = acc[x, y]
+    f1[x, y] = f0[x, y]
+    f1[x, r2.x] = f1[x, r2.x - 1] + f1[x, r2.x]
+    f2[x, y] = f1[x, y] + f0[x, y] * 2
+    pipe = ts.Pipeline(f2)
+    s = ts.Schedule(pipe)
+    s[f0].compute_at(f2, x).fuse(x, y, "t").split("t", "to", "ti", 5, tail="round_up")
+    s[src].compute_root()
+    out = ts.compile(pipe, s, checked=True).realize([7, 13])
+    np.testing.assert_array_equal(out, ts.reference.realize(pipe, [7, 13]))
