@@ -164,7 +164,11 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
         h.gpu_tile(names[a], f"{names[a]}o", f"{names[a]}i", tiling.sizes[a])
         block_var = f"{names[a]}o"
     _gpu_updates(problem, s, out, [names[i] for i in tiled])
-    at_root = _runtime_sized(problem, group, tiling) | (set(forced) & group.producers())
+    # what one block covers: its tile in the tiled dimensions, one point in the
+    # dimensions whose loops stay outside the block loops, everything in the others
+    block = [tiling.sizes[i] if i in tiled[:2] else (1 if i > max(tiled) else None)
+             for i in range(len(names))]
+    at_root = _runtime_sized(problem, group, block) | (set(forced) & group.producers())
     for m in sorted(group.producers()):
         hm = s[m]
         mn = [v.name for v in problem.func(m).pure.args]
@@ -202,7 +206,7 @@ def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False) -> None:
                  tile or problem.spec.warp_size)
 
 
-def _runtime_sized(problem, group, tiling) -> set:
+def _runtime_sized(problem, group, block) -> set:
     """Producers of ``group`` whose per-block region depends on run-time values (image
     sizes, Params), with the producers they read: the tile facts of two copies of the
     problem with the run-time values moved differ in their extents.  A constant-size
@@ -215,7 +219,7 @@ def _runtime_sized(problem, group, tiling) -> set:
         facts = []
         for k in (2, 3):
             moved = _moved(problem, k)
-            tile = interior_tile(moved.regions[group.output], tiling.sizes)
+            tile = interior_tile(moved.regions[group.output], block)
             facts.append(tile_facts(moved, group, tile).member_regions)
     except Exception:          # noqa: BLE001 -- a region with no bound: all are suspect
         return set(producers)
