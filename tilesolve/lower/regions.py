@@ -209,18 +209,17 @@ class RegionCheck:
         return needed
 
 
-def _output_regions(pipeline, out_sizes, images, params) -> dict:
-    """The region of each output the pipeline touches (its own updates, other Funcs
-    reading it), from the interval analysis.  ``BoundsError`` when an access has no
-    usable bound (a data-dependent index that nothing clamps): compiled code could
-    write anywhere, so it does not run, and the reference raises the same error."""
+def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded) -> dict:
+    """``{name: [(lo, hi), ...]}`` for ``names`` from the interval analysis (the
+    algorithm's regions); ``unbounded(name, d, lo, hi)`` makes the error for a region
+    with no usable bound."""
     from ..analysis.intervals import required_regions
     firsts = list(out_sizes.values())
     sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
     input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
     boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
     out = {}
-    for name in out_sizes:
+    for name in names:
         box = boxes.get(name)
         if box is None:
             continue
@@ -229,12 +228,20 @@ def _output_regions(pipeline, out_sizes, images, params) -> dict:
             lo, hi = iv.lo, iv.hi
             if lo is None or hi is None or not np.isfinite(float(lo)) or \
                     not np.isfinite(float(hi)):
-                raise BoundsError(f"realize(): output {name} is accessed in dimension {d} "
-                                  f"over [{lo}, {hi}], which has no usable bound; clamp the "
-                                  "coordinates that read or write it")
+                raise unbounded(name, d, lo, hi)
             rs.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
         out[name] = rs
     return out
+
+
+def _output_regions(pipeline, out_sizes, images, params) -> dict:
+    """The region of each output the pipeline touches (its own updates, other Funcs
+    reading it), from the interval analysis.  ``BoundsError`` when an access has no
+    usable bound (a data-dependent index that nothing clamps): compiled code could
+    write anywhere, so it does not run, and the reference raises the same error."""
+    return _analysis_regions(pipeline, out_sizes, images, params, out_sizes, lambda n, d, lo, hi: (
+        BoundsError(f"realize(): output {n} is accessed in dimension {d} over [{lo}, {hi}], "
+                    "which has no usable bound; clamp the coordinates that read or write it")))
 
 
 def _eval_int(e, env) -> int:
@@ -257,20 +264,8 @@ def _check_input(name: str, arr, needed) -> None:
 
 def _check_with_analysis(pipeline, out_sizes, images, params) -> None:
     """Input regions from the interval analysis, for a program that recorded none."""
-    from ..analysis.intervals import required_regions
-    firsts = list(out_sizes.values())
-    sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
-    input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
-    for name, arr in images.items():
-        box = boxes.get(name)
-        if box is None:
-            continue
-        needed = []
-        for d, iv in enumerate(box):
-            lo, hi = iv.lo, iv.hi
-            if lo is None or hi is None or not np.isfinite(float(lo)) or not np.isfinite(float(hi)):
-                raise BoundsError(f"the region of input {name} read in dimension {d} is "
-                                  f"unbounded ([{lo}, {hi}]); clamp the indices that read it")
-            needed.append((int(np.floor(float(lo))), int(np.ceil(float(hi)))))
-        _check_input(name, arr, needed)
+    regions = _analysis_regions(pipeline, out_sizes, images, params, images, lambda n, d, lo, hi: (
+        BoundsError(f"the region of input {n} read in dimension {d} is unbounded "
+                    f"([{lo}, {hi}]); clamp the indices that read it")))
+    for name, needed in regions.items():
+        _check_input(name, images[name], needed)
