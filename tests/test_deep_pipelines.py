@@ -69,3 +69,35 @@ def test_let_chain_printing_and_lowering_are_linear(default_recursion_limit):
     lowered = lower(stencil_chain(300))
     text = str(lowered)
     assert text.count("allocate f") == 299      # every stage but the output
+
+
+def test_400_stage_chain_generates_cuda_with_every_stage_at_root(default_recursion_limit):
+    """The CUDA host plan of 400 nested root realizations is built, printed and run
+    without recursion (it once recursed four frames per stage): every kernel is
+    launched once, in order, with its buffers allocated and freed around it."""
+    from tilesolve.backend import cuda as C
+    from tilesolve.backend.cuda.naive import gpu_root_schedule
+    from tilesolve.backend.cuda.plan import bind_arguments, run_plan
+    pipe = pointwise_chain(400)
+    program = C.generate(C.lower_cuda(pipe, gpu_root_schedule(pipe)))
+    assert len(program.kernels) >= 400 and program.plan_str().count("device allocate") == 399
+
+    class Recorder:
+        def __init__(self):
+            self.live, self.launched = set(), []
+
+        def alloc(self, name, type_, count):
+            self.live.add(name)
+            return name
+
+        def free(self, handle):
+            self.live.remove(handle)
+
+        def launch(self, kernel, grid, block, args):
+            self.launched.append(kernel.name)
+
+    dev = Recorder()
+    env, arrays, outputs = bind_arguments(program.args, [40], {"input": np.zeros(40, np.int32)})
+    run_plan(program, env, dict(arrays), dev)
+    assert len(dev.launched) == 400 and not dev.live
+    assert [n.split("_", 2)[2] for n in dev.launched][:3] == ["p0", "p1", "p2"]

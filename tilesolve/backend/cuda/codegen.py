@@ -73,78 +73,92 @@ class _HostSplitter:
                     self.scalars[extent_name(a.name, d)] = T.int32
                     self.scalars[stride_name(a.name, d)] = T.int32
 
-    def split(self, s):
+    def split(self, root):
+        """The host plan of ``root``: GPU loop nests become kernels, the rest host steps.
+
+        Iterative (an explicit stack of visits and exits), not one recursion per
+        statement: a pipeline of hundreds of root Funcs nests as deep as it is long."""
+        work, done = [("visit", root)], []
+        while work:
+            op, s = work.pop()
+            if op == "visit":
+                self._visit(s, work, done)
+            elif op == "block":
+                n = len(s.stmts)
+                parts = done[len(done) - n:]
+                del done[len(done) - n:]
+                done.append(HostSeq(tuple(parts)))
+            elif op == "let":
+                chain, body = s, done.pop()
+                for name, value, old in reversed(chain):
+                    self._restore(self.scalars, name, old)
+                    body = HostLet(name, value, body)
+                done.append(body)
+            elif op == "for":
+                st, old = s
+                self._restore(self.scalars, st.name, old)
+                done.append(HostFor(st.name, st.min, st.extent, done.pop()))
+            elif op == "if":
+                else_step = done.pop() if s.else_case is not None else None
+                done.append(HostIf(s.cond, done.pop(), else_step))
+            else:                                    # "alloc"
+                st, old = s
+                self._restore(self.buffers, st.name, old)
+                done.append(HostAlloc(st.name, st.type, tuple(st.extents), done.pop()))
+        return done.pop()
+
+    @staticmethod
+    def _restore(scope, name, old):
+        if old is None:
+            scope.pop(name, None)
+        else:
+            scope[name] = old
+
+    def _visit(self, s, work, done):
         if _is_gpu_loop(s):
-            return self._kernel(s, serial=False)
-        if not _has(s, _is_gpu_loop) and not _has(s, lambda n: isinstance(n, Allocate)):
-            if _has(s, lambda n: isinstance(n, Store)):
-                return self._kernel(s, serial=True)
-            return HostSeq(())
-        if isinstance(s, Block):
-            return HostSeq(tuple(self.split(x) for x in s.stmts))
-        if isinstance(s, ProducerConsumer):
-            return self.split(s.body)
-        if isinstance(s, LetStmt):
-            return self._let_chain(s)
-        if isinstance(s, For):
+            done.append(self._kernel(s, serial=False))
+        elif not _has(s, _is_gpu_loop) and not _has(s, lambda n: isinstance(n, Allocate)):
+            has_store = _has(s, lambda n: isinstance(n, Store))
+            done.append(self._kernel(s, serial=True) if has_store else HostSeq(()))
+        elif isinstance(s, Block):
+            work.append(("block", s))
+            work.extend(("visit", x) for x in reversed(s.stmts))
+        elif isinstance(s, ProducerConsumer):
+            work.append(("visit", s.body))
+        elif isinstance(s, LetStmt):
+            chain = []
+            while isinstance(s, LetStmt):        # a chain of lets: one frame
+                _check_host_expr(s.value, f"let {s.name}")
+                chain.append((s.name, s.value, self.scalars.get(s.name)))
+                self.scalars[s.name] = s.value.type
+                s = s.body
+            work.append(("let", chain))
+            work.append(("visit", s))
+        elif isinstance(s, For):
             _check_host_expr(s.min, f"loop {s.name}")
             _check_host_expr(s.extent, f"loop {s.name}")
-            return self._scoped(s.name, T.int32,
-                                lambda: HostFor(s.name, s.min, s.extent, self.split(s.body)))
-        if isinstance(s, IfThenElse):
+            work.append(("for", (s, self.scalars.get(s.name))))
+            self.scalars[s.name] = T.int32
+            work.append(("visit", s.body))
+        elif isinstance(s, IfThenElse):
             _check_host_expr(s.cond, "an if around GPU kernels")
-            return HostIf(s.cond, self.split(s.then_case),
-                          None if s.else_case is None else self.split(s.else_case))
-        if isinstance(s, Allocate):
+            work.append(("if", s))
+            if s.else_case is not None:
+                work.append(("visit", s.else_case))
+            work.append(("visit", s.then_case))
+        elif isinstance(s, Allocate):
             if s.memory == "shared":
                 raise LoweringError(f"allocation {s.name} is in shared memory but outside any "
                                     "gpu_block loop; shared memory exists only inside a block")
             for e in s.extents:
                 _check_host_expr(e, f"the size of allocation {s.name}")
-            old = self.buffers.get(s.name)
+            work.append(("alloc", (s, self.buffers.get(s.name))))
             self.buffers[s.name] = s.type
-            try:
-                return HostAlloc(s.name, s.type, tuple(s.extents), self.split(s.body))
-            finally:
-                if old is None:
-                    del self.buffers[s.name]
-                else:
-                    self.buffers[s.name] = old
-        if isinstance(s, Barrier):
-            return HostSeq(())
-        raise LoweringError(f"the CUDA backend cannot place a {type(s).__name__} on the host")
-
-    def _let_chain(self, s):
-        """A chain of LetStmts (the hoisted regions of long pipelines: hundreds) in a
-        loop, not one recursion per let."""
-        chain = []
-        while isinstance(s, LetStmt):
-            _check_host_expr(s.value, f"let {s.name}")
-            chain.append((s.name, s.value, self.scalars.get(s.name)))
-            self.scalars[s.name] = s.value.type
-            s = s.body
-        try:
-            body = self.split(s)
-        finally:
-            for name, _, old in reversed(chain):
-                if old is None:
-                    self.scalars.pop(name, None)
-                else:
-                    self.scalars[name] = old
-        for name, value, _ in reversed(chain):
-            body = HostLet(name, value, body)
-        return body
-
-    def _scoped(self, name, t, build):
-        old = self.scalars.get(name)
-        self.scalars[name] = t
-        try:
-            return build()
-        finally:
-            if old is None:
-                del self.scalars[name]
-            else:
-                self.scalars[name] = old
+            work.append(("visit", s.body))
+        elif isinstance(s, Barrier):
+            done.append(HostSeq(()))
+        else:
+            raise LoweringError(f"the CUDA backend cannot place a {type(s).__name__} on the host")
 
     def _kernel(self, s, serial: bool):
         funcs = tuple(dict.fromkeys(n.name for n in walk_stmts(s)
@@ -164,34 +178,48 @@ class _HostSplitter:
         return Launch(name)
 
 
-def _flatten(step):
-    """Drop empty sequences and unwrap one-element ones."""
+def _flatten(root):
+    """Drop empty sequences and unwrap one-element ones (iterative, post-order)."""
+    work, done = [(root, False)], []
+    while work:
+        step, built = work.pop()
+        kids = _plan_children(step)
+        if not built and kids:
+            work.append((step, True))
+            work.extend((k, False) for k in reversed(kids))
+            continue
+        if not kids:
+            done.append(step)
+            continue
+        parts = done[len(done) - len(kids):]
+        del done[len(done) - len(kids):]
+        done.append(_rebuild(step, parts))
+    return done.pop()
+
+
+def _plan_children(step) -> list:
     if isinstance(step, HostSeq):
-        parts = []
-        for s in step.steps:
-            s = _flatten(s)
-            if isinstance(s, HostSeq):
-                parts.extend(s.steps)
-            else:
-                parts.append(s)
-        return parts[0] if len(parts) == 1 else HostSeq(tuple(parts))
-    if isinstance(step, HostLet):
-        chain = []
-        while isinstance(step, HostLet):          # a chain of lets: a loop, not recursion
-            chain.append(step)
-            step = step.body
-        body = _flatten(step)
-        for let in reversed(chain):
-            body = HostLet(let.name, let.value, body)
-        return body
-    if isinstance(step, HostFor):
-        return HostFor(step.name, step.min, step.extent, _flatten(step.body))
+        return list(step.steps)
+    if isinstance(step, (HostLet, HostFor, HostAlloc)):
+        return [step.body]
     if isinstance(step, HostIf):
-        return HostIf(step.cond, _flatten(step.then_case),
-                      None if step.else_case is None else _flatten(step.else_case))
-    if isinstance(step, HostAlloc):
-        return HostAlloc(step.name, step.type, step.extents, _flatten(step.body))
-    return step
+        return [step.then_case] + ([] if step.else_case is None else [step.else_case])
+    return []
+
+
+def _rebuild(step, parts):
+    if isinstance(step, HostSeq):
+        flat = []
+        for s in parts:
+            flat.extend(s.steps if isinstance(s, HostSeq) else (s,))
+        return flat[0] if len(flat) == 1 else HostSeq(tuple(flat))
+    if isinstance(step, HostLet):
+        return HostLet(step.name, step.value, parts[0])
+    if isinstance(step, HostFor):
+        return HostFor(step.name, step.min, step.extent, parts[0])
+    if isinstance(step, HostIf):
+        return HostIf(step.cond, parts[0], parts[1] if len(parts) > 1 else None)
+    return HostAlloc(step.name, step.type, step.extents, parts[0])
 
 
 def generate(lp: LoweredPipeline) -> CudaProgram:

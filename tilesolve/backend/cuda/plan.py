@@ -149,85 +149,102 @@ def launch_dims(kernel: Kernel, env: dict, max_threads: int = 1024):
 
 def run_plan(program: CudaProgram, env: dict, buffers: dict, device, max_threads: int = 1024):
     """Interpret ``program.plan``: ``env`` maps scalar names to numpy scalars,
-    ``buffers`` maps buffer names to device handles (inputs and outputs)."""
+    ``buffers`` maps buffer names to device handles (inputs and outputs).  Iterative:
+    an explicit stack of (step, scope) visits and allocation exits."""
     kernels = {k.name: k for k in program.kernels}
-
-    def run(step, env):
-        if isinstance(step, HostSeq):
-            for s in step.steps:
-                run(s, env)
-        elif isinstance(step, HostLet):
-            inner = dict(env)
-            while isinstance(step, HostLet):      # a chain of lets: a loop, not recursion
-                inner[step.name] = np.asarray(evaluate(step.value, inner)).astype(
-                    step.value.type.dtype)[()]
-                step = step.body
-            run(step, inner)
-        elif isinstance(step, HostFor):
-            lo, n = int(_scalar(step.min, env)), int(_scalar(step.extent, env))
-            inner = dict(env)
-            for i in range(max(n, 0)):
-                inner[step.name] = np.int32(lo + i)
-                run(step.body, inner)
-        elif isinstance(step, HostIf):
-            if bool(_scalar(step.cond, env)):
-                run(step.then_case, env)
-            elif step.else_case is not None:
-                run(step.else_case, env)
-        elif isinstance(step, HostAlloc):
-            count = 1
-            for e in step.extents:
-                count *= max(0, int(_scalar(e, env)))
-            handle = device.alloc(step.name, step.type, count)
-            buffers[step.name] = handle
-            try:
-                run(step.body, env)
-            finally:
-                del buffers[step.name]
+    work = [(program.plan, dict(env))]
+    allocated = []                        # device handles to free, innermost last
+    try:
+        while work:
+            step, env = work.pop()
+            if step is None:                               # leaving an allocation
+                name, handle = env
+                del buffers[name]
+                allocated.remove((name, handle))
                 device.free(handle)
-        elif isinstance(step, Launch):
-            k = kernels[step.kernel]
-            dims = launch_dims(k, env, max_threads)
-            if dims is None:
-                return
-            args = []
-            for p in k.params:
-                if p.kind == "buffer":
-                    args.append(buffers[p.name])
-                else:
-                    args.append(np.asarray(env[p.name]).astype(p.type.dtype)[()])
-            device.launch(k, dims[0], dims[1], args)
-        else:
-            raise TypeError(f"unknown plan step {step!r}")
+            elif isinstance(step, HostSeq):
+                work.extend((s, env) for s in reversed(step.steps))
+            elif isinstance(step, HostLet):
+                inner = dict(env)
+                while isinstance(step, HostLet):
+                    inner[step.name] = np.asarray(evaluate(step.value, inner)).astype(
+                        step.value.type.dtype)[()]
+                    step = step.body
+                work.append((step, inner))
+            elif isinstance(step, HostFor):
+                lo, n = int(_scalar(step.min, env)), int(_scalar(step.extent, env))
+                for i in reversed(range(max(n, 0))):
+                    work.append((step.body, {**env, step.name: np.int32(lo + i)}))
+            elif isinstance(step, HostIf):
+                if bool(_scalar(step.cond, env)):
+                    work.append((step.then_case, env))
+                elif step.else_case is not None:
+                    work.append((step.else_case, env))
+            elif isinstance(step, HostAlloc):
+                count = 1
+                for e in step.extents:
+                    count *= max(0, int(_scalar(e, env)))
+                handle = device.alloc(step.name, step.type, count)
+                buffers[step.name] = handle
+                allocated.append((step.name, handle))
+                work.append((None, (step.name, handle)))
+                work.append((step.body, env))
+            elif isinstance(step, Launch):
+                _launch(kernels[step.kernel], env, buffers, device, max_threads)
+            else:
+                raise TypeError(f"unknown plan step {step!r}")
+    finally:
+        for name, handle in reversed(allocated):           # after an error: free the rest
+            buffers.pop(name, None)
+            device.free(handle)
 
-    run(program.plan, dict(env))
+
+def _launch(k: Kernel, env: dict, buffers: dict, device, max_threads: int) -> None:
+    dims = launch_dims(k, env, max_threads)
+    if dims is None:
+        return
+    args = []
+    for p in k.params:
+        if p.kind == "buffer":
+            args.append(buffers[p.name])
+        else:
+            args.append(np.asarray(env[p.name]).astype(p.type.dtype)[()])
+    device.launch(k, dims[0], dims[1], args)
 
 
 def plan_str(step, indent: int = 0) -> str:
-    """Readable text of a plan (for debugging and the docs)."""
-    pad = "  " * indent
-    if isinstance(step, HostSeq):
-        return "\n".join(plan_str(s, indent) for s in step.steps) or f"{pad}(nothing)"
-    if isinstance(step, HostLet):
-        lines = []
-        while isinstance(step, HostLet):          # a chain of lets: a loop, not recursion
+    """Readable text of a plan (for debugging and the docs); iterative."""
+    lines, work = [], [(step, indent)]
+    while work:
+        step, indent = work.pop()
+        pad = "  " * indent
+        if isinstance(step, str):                          # a line queued in order
+            lines.append(step)
+        elif isinstance(step, HostSeq):
+            if not step.steps:
+                lines.append(f"{pad}(nothing)")
+            work.extend((s, indent) for s in reversed(step.steps))
+        elif isinstance(step, HostLet):
             lines.append(f"{pad}let {step.name} = {step.value}")
-            step = step.body
-        return "\n".join(lines + [plan_str(step, indent)])
-    if isinstance(step, HostFor):
-        return (f"{pad}for {step.name} in [{step.min}, {step.min} + {step.extent}):\n"
-                f"{plan_str(step.body, indent + 1)}")
-    if isinstance(step, HostIf):
-        out = f"{pad}if {step.cond}:\n{plan_str(step.then_case, indent + 1)}"
-        if step.else_case is not None:
-            out += f"\n{pad}else:\n{plan_str(step.else_case, indent + 1)}"
-        return out
-    if isinstance(step, HostAlloc):
-        exts = " x ".join(str(e) for e in step.extents)
-        return f"{pad}device allocate {step.name}[{step.type} * {exts}]\n{plan_str(step.body, indent)}"
-    if isinstance(step, Launch):
-        return f"{pad}launch {step.kernel}"
-    return f"{pad}<{type(step).__name__}>"
+            work.append((step.body, indent))
+        elif isinstance(step, HostFor):
+            lines.append(f"{pad}for {step.name} in [{step.min}, {step.min} + {step.extent}):")
+            work.append((step.body, indent + 1))
+        elif isinstance(step, HostIf):
+            lines.append(f"{pad}if {step.cond}:")
+            if step.else_case is not None:
+                work.append((step.else_case, indent + 1))
+                work.append((f"{pad}else:", indent))
+            work.append((step.then_case, indent + 1))
+        elif isinstance(step, HostAlloc):
+            exts = " x ".join(str(e) for e in step.extents)
+            lines.append(f"{pad}device allocate {step.name}[{step.type} * {exts}]")
+            work.append((step.body, indent))
+        elif isinstance(step, Launch):
+            lines.append(f"{pad}launch {step.kernel}")
+        else:
+            lines.append(f"{pad}<{type(step).__name__}>")
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------
