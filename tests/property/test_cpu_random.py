@@ -115,14 +115,6 @@ def _check(data, gpu: bool):
         # tests/property/test_lowering_random.py reports; nothing to compile here
         event("discarded: LoweringError")
         assume(False)
-    except BoundsError as exc:
-        # the algorithm's regions are bounded (checked above) but lowering's symbolic
-        # bounds of a root producer were not: an open bug (a refusal, never wrong code)
-        # that the fuzz profile found, kept as a strict xfail in tests/test_lower.py
-        # (test_round_up_split_of_a_fused_loop_bounds_a_root_producer)
-        assert "is unbounded in dimension" in str(exc), exc
-        event("discarded: lowering's bounds lost an end (known, xfail in test_lower.py)")
-        assume(False)
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
     made = _inputs(case, sizes, lowered, rng)
     if made is None:

@@ -375,7 +375,7 @@ def _sym_div(a, b, t):
             lo = None if a.lo is None else _op("div", a.lo, b.lo, t)
             hi = None if a.hi is None else _op("div", a.hi, b.lo, t)
             return Interval(lo, hi)
-        return None
+        return _div_by_anything(a, t)
     c, d = _pair(b)
     if c == d == 0:
         return Interval(0, 0)
@@ -387,7 +387,19 @@ def _sym_div(a, b, t):
         lo = None if a.hi is None else lo_min(_op("div", a.hi, c, t), _op("div", a.hi, d, t))
         hi = None if a.lo is None else hi_max(_op("div", a.lo, c, t), _op("div", a.lo, d, t))
         return Interval(lo, hi)
-    return None
+    return _div_by_anything(a, t)
+
+
+def _div_by_anything(a, t):
+    """``a / b`` for a divisor of unknown sign: Euclidean division (``x / 0 == 0``) never
+    grows the magnitude, ``|a / b| <= |a|``, so the quotient lies in
+    ``[min(a.lo, -a.hi), max(a.hi, -a.lo)]`` (a fused loop's ``t / extent``, where the
+    extent is not provably positive, stays bounded)."""
+    if a.lo is None or a.hi is None:
+        return None
+    lo = lo_min(a.lo, _op("sub", 0, a.hi, t))
+    hi = hi_max(a.hi, _op("sub", 0, a.lo, t))
+    return Interval(lo, hi)
 
 
 def _sym_mod(a, b, t):
