@@ -6,7 +6,7 @@ import pytest
 
 import tilesolve as ts
 from tilesolve.analysis.intervals import Interval
-from tilesolve.analysis.simplify import const_int, is_const, prove, simplify
+from tilesolve.analysis.simplify import const_int, is_const, numeric_bounds, prove, simplify
 from tilesolve.model import expr as E
 from tilesolve.model.evaluate import evaluate
 
@@ -159,3 +159,13 @@ def test_index_constants_are_not_wrapped():
         env = {"x": np.int32(xv)}
         assert evaluate(s, env) == evaluate(e, env)
     assert simplify(s) is s
+
+
+def test_a_let_shadows_the_name_a_substitution_replaces():
+    """Found by the fuzz profile: ``let w = MIN in MIN + (let w = MAX in w)`` is -1, but
+    substituting the outer w into the inner Let's body simplified it to 0."""
+    w = ts.Var("w")
+    lo, hi = E.Const(ts.int32, -2 ** 31), E.Const(ts.int32, 2 ** 31 - 1)
+    e = E.Let("w", lo, lo + (E.Const(ts.int32, 0) + E.Let("w", hi, w)))
+    assert simplify(e) is E.Const(ts.int32, -1)
+    assert numeric_bounds(e, {}) == (-1, -1)

@@ -150,7 +150,8 @@ def substitute(e: E.Expr, mapping: dict) -> E.Expr:
 
 
 def substitute_names(e: E.Expr, mapping: dict[str, E.Expr]) -> E.Expr:
-    """Replace Vars (and RVars, Params) by name."""
+    """Replace Vars (and RVars, Params) by name.  A ``Let`` that binds one of the names
+    shadows it in its body: there the name is the Let's, not replaced."""
     if not mapping:
         return e
 
@@ -158,6 +159,10 @@ def substitute_names(e: E.Expr, mapping: dict[str, E.Expr]) -> E.Expr:
         if isinstance(n, (E.Var, E.RVar, E.Param)) and n.name in mapping:
             v = mapping[n.name]
             return v if isinstance(v, E.Expr) else E.as_expr(v, n.type)
+        if isinstance(n, E.Let) and n.name in mapping:
+            inner = {k: v for k, v in mapping.items() if k != n.name}
+            return E.Let(n.name, substitute_names(n.value, mapping),
+                         substitute_names(n.body, inner))
         return None
     return mutate(e, fn)
 
