@@ -492,3 +492,12 @@ def test_gpu_realize_matches_reference():
     a = _img(371, 509)
     np.testing.assert_allclose(fast.realize([509, 371], input=a),
                                ts.reference.realize(pipe, [509, 371], input=a), rtol=1e-6)
+
+
+def test_a_gpu_spec_may_be_named():
+    """``build_cuda(..., "h100")`` takes a spec name, as ``solve_schedule`` does (it
+    once said "spec 'h100' is not a GPU spec"); a CPU spec is still refused."""
+    from tilesolve.backend.cuda import _gpu_spec
+    assert _gpu_spec("h100").is_gpu and _gpu_spec("a100").name == "a100"
+    with pytest.raises(ts.SpecError, match="not a GPU spec"):
+        _gpu_spec("xeon-e5-2620v3")

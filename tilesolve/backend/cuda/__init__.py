@@ -12,6 +12,8 @@ limits), ``emulate`` (g++ + shim), ``runtime`` (pycuda).
 """
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass
 
 from ...errors import LoweringError, SpecError
@@ -34,9 +36,12 @@ class CudaBuild:
 
 
 def _gpu_spec(spec):
+    """A GPU HardwareSpec from a spec, a spec name or a YAML path (None: h100)."""
+    from ...specs import load_spec
     if spec is None:
-        from ...specs import load_spec
         spec = load_spec("h100")
+    elif isinstance(spec, (str, os.PathLike)):
+        spec = load_spec(spec)
     if not getattr(spec, "is_gpu", False):
         raise SpecError(f"spec {getattr(spec, 'name', spec)!r} is not a GPU spec; target 'cuda' "
                         "needs one such as load_spec('h100')")
