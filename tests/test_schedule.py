@@ -717,3 +717,25 @@ def test_round_up_on_an_update_is_refused():
                                                r"tail='round_up' updates points past the region"):
         s[f].update(0).split(y, "yo", "yi", 8, tail="round_up")
     s[f].update(0).split(y, "yo", "yi", 8, tail="guard_with_if")
+
+
+def test_gpu_blocks_inside_a_consumers_threads_are_refused_naming_the_func():
+    """Found by the lowering property test under the fuzz profile: a Func computed inside
+    its consumer's gpu_thread loop was given gpu_tile; lowering's verifier caught the
+    nested block loop, now the error names the Func and its loop."""
+    from tilesolve.lower import lower
+    x, y = ts.Var("x"), ts.Var("y")
+    r = ts.RDom((0, 2))
+    inp = ts.ImageParam(ts.int32, 2, "inp")
+    acc, g = ts.Func("acc"), ts.Func("g")
+    acc[x, y] = 0
+    acc[x, y] = acc[x, y] + inp[x + r.x, y]
+    g[x, y] = acc[x, y] * 2
+    pipe = ts.Pipeline(g)
+    s = ts.Schedule(pipe, target="cuda")
+    s[g].gpu_tile(x, "xb", "xt", 2)
+    s[acc].compute_at(g, "xt")
+    s[acc].update(0).gpu_tile(x, "xb", "xt", 2)
+    with pytest.raises(ts.ScheduleError, match=r"Func acc is computed inside a gpu_thread loop "
+                                               r".* its gpu_block loop acc\.s1\.x\.xb"):
+        lower(pipe, s)

@@ -144,7 +144,9 @@ def test_random_gpu_schedules_emulate_like_the_reference(data):
     try:
         lowered = lower(pipe, sched)
     except ScheduleError as exc:
-        assert "is not a constant" in str(exc), exc
+        # a width on a run-time extent, or GPU loops of a Func computed inside its
+        # consumer's GPU loops (refused when lowering places it, naming the Func)
+        assert "is not a constant" in str(exc) or "is computed inside a gpu_" in str(exc), exc
         assume(False)
     assert lowered.target == "cuda"
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))

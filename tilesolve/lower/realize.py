@@ -275,6 +275,7 @@ class Placer:
              with_alloc: bool) -> L.Stmt:
         plan = self.plan
         f = plan.func(name)
+        self._check_gpu_nesting(name, kinds)
         demand = self.box(rest, name, writes=False)
         if demand is None:
             return rest
@@ -315,6 +316,23 @@ class Placer:
         if with_alloc:
             stmt = self.allocate(name, stmt, kinds, lets, env)
         return wrap_lets(lets, stmt)
+
+    def _check_gpu_nesting(self, name, kinds) -> None:
+        """A Func computed inside a GPU thread loop runs on that thread: its own loops
+        must be serial; inside a block loop it may use threads but not blocks."""
+        outer = "gpu_thread" if "gpu_thread" in kinds else ("gpu_block" if "gpu_block" in kinds
+                                                            else None)
+        if outer is None:
+            return
+        banned = ("gpu_block", "gpu_thread") if outer == "gpu_thread" else ("gpu_block",)
+        for n in self.nests[name]:
+            for s in L.walk_stmts(n.stmt):
+                if isinstance(s, L.For) and s.kind in banned:
+                    raise ScheduleError(
+                        f"Func {name} is computed inside a {outer} loop of its consumer, so "
+                        f"its {s.kind} loop {s.name} would run inside that {outer} loop; "
+                        f"compute {name} at root (or at a block loop) to give it GPU "
+                        f"{'blocks' if s.kind == 'gpu_block' else 'threads'}", func=name)
 
     @staticmethod
     def _finite(name, iv, d, var, what):
