@@ -18,7 +18,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..model import expr as E
-from ..model.func import Func
 from ..model.ops import OPS
 from ..model.visit import walk
 
@@ -65,12 +64,3 @@ def _definition_cost(d) -> tuple[int, int]:
             ops, loads = ops + o, loads + l_
     return ops, loads
 
-
-def func_point_cost(f: Func) -> tuple[int, int]:
-    """(ops, loads) of the pure definition for one point of ``f``."""
-    return _definition_cost(f.pure)
-
-
-def update_costs(f: Func) -> list[tuple[int, int]]:
-    """(ops, loads) of each update definition for one point of its domain."""
-    return [_definition_cost(u) for u in f.updates]

@@ -152,10 +152,6 @@ def interior_tile(region, sizes) -> tuple:
     return tuple(box)
 
 
-def box_size(box) -> int:
-    return _size(box)
-
-
 # ---------------------------------------------------------------------------
 # Every tiling of a menu at once (numpy): what the solvers use
 # ---------------------------------------------------------------------------

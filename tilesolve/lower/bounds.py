@@ -27,7 +27,6 @@ from ..analysis.intervals import INDEX_LIMIT, Bounder, Interval
 from ..analysis.simplify import simplify
 from ..model import expr as E
 from ..model import types as T
-from ..model.func import Func
 from ..model.visit import children as expr_children
 from ..model.visit import mutate, trampoline, walk
 from . import ir as L
@@ -494,6 +493,3 @@ def own_uses(s: L.Stmt, name: str, names: Names | None = None) -> bool:
     """Whether the Exprs held directly by ``s`` (not its children) call ``name``."""
     return name in (names or Names()).own(s) - ({s.func} if isinstance(s, L.Provide) else set())
 
-
-def is_func_call(e, name: str) -> bool:
-    return isinstance(e, E.Call) and isinstance(e.target, Func) and e.target.name == name

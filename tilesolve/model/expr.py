@@ -13,7 +13,6 @@ Intrinsic, Let.  Lowering adds its own (``Load``) by subclassing ``Expr``.
 """
 from __future__ import annotations
 
-import math
 import weakref
 from typing import Any
 
@@ -483,14 +482,6 @@ def is_const(e, value=None) -> bool:
     if not isinstance(e, Const):
         return False
     return value is None or e.value == value
-
-
-def const_value(e):
-    return e.value if isinstance(e, Const) else None
-
-
-def inf_like(t: Type, sign: int):
-    return math.inf if sign > 0 else -math.inf
 
 
 Any  # re-exported for type hints elsewhere

@@ -167,9 +167,5 @@ def substitute_names(e: E.Expr, mapping: dict[str, E.Expr]) -> E.Expr:
     return mutate(e, fn)
 
 
-def uses_var(e: E.Expr, name: str) -> bool:
-    return any(isinstance(n, (E.Var, E.RVar)) and n.name == name for n in walk(e))
-
-
 def calls(e: E.Expr) -> list[E.Call]:
     return find(e, E.Call)

@@ -274,9 +274,6 @@ class Box(tuple):
     def mins(self) -> tuple:
         return tuple(i.lo for i in self)
 
-    def maxs(self) -> tuple:
-        return tuple(i.hi for i in self)
-
     def size(self):
         """The number of points: a number, an Expr, or None if unbounded."""
         n = 1

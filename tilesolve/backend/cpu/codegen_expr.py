@@ -98,9 +98,6 @@ class ExprEmitter(LaneEmitter):
             return ir.Constant(ty, [ir.Constant(ty.element, value)] * ty.count)
         return ir.Constant(ty, value)
 
-    def vec_type(self, ty: ir.Type) -> ir.Type:
-        return ty if self.lanes == 1 else ir.VectorType(ty, self.lanes)
-
     def scalar(self, e: E.Expr) -> ir.Value:
         """Emit an Expr that must be uniform (loop bounds, allocation sizes, conditions)."""
         v = self.emit(e)

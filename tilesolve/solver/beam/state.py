@@ -44,13 +44,6 @@ class State:
         """Sort key: fewest infeasible groups, then cost, then canonical text."""
         return (self.infeasible, self.cost, self.key)
 
-    def group_of(self, output: str) -> Group:
-        for g in self.groups:
-            if g.output == output:
-                return g
-        raise KeyError(output)
-
-
 def canonical(groups) -> str:
     return ";".join(str(g) for g in groups)
 
