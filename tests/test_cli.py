@@ -246,3 +246,14 @@ def test_exit_status_rules():
     text = format_table([ok, gone, halide_err, ts_err])
     assert "Halide errors (1; not counted in the exit status)" in text
     assert "FAILED: 1 of 4 rows" in text and "a / ilp: error: compile: boom" in text
+
+
+def test_bench_on_a_gpu_spec_without_a_gpu_says_so_once(capsys):
+    """Without pycuda or a GPU, ``tilesolve bench --spec h100`` exits 2 with one message
+    that says why and what runs instead (it once failed every row with the same error)."""
+    from tilesolve.backend.cuda.runtime import availability
+    if availability() is None:
+        pytest.skip("a GPU is here: bench --spec h100 times it")
+    assert main(["bench", "--spec", "h100", "--apps", "blur", "--size", "small"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "spec h100 is a GPU" in err and "gpu_run.sh check" in err

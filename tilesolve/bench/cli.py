@@ -141,6 +141,13 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
                         repeat=args.repeat, time_limit=args.time_limit,
                         compare_halide=args.compare_halide,
                         halide_autoschedulers=args.halide_autoschedulers, seed=args.seed)
+    reason = _no_gpu_for(opts.spec)
+    if reason is not None:
+        err.write(f"tilesolve bench: error: spec {opts.spec} is a GPU: timing its CUDA code "
+                  f"needs pycuda and an NVIDIA GPU, and here {reason}. Without a GPU, "
+                  "`bash benchmarks/gpu_run.sh check` builds the same kernels with nvcc and "
+                  "runs them on the CPU shim (docs/gpu.md)\n")
+        return 2
     progress = Progress(stream=err, enabled=not args.quiet)
     old = _interrupt_on_sigterm()
     try:
@@ -163,6 +170,19 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
         write_csv(args.csv, result.records)
         progress.log(f"wrote {args.csv}")
     return 130 if result.interrupted else (0 if result.ok else 1)
+
+
+def _no_gpu_for(spec) -> str | None:
+    """Why CUDA code cannot run here, when ``spec`` names a GPU; else None."""
+    from ..specs import load_spec
+    try:
+        is_gpu = bool(getattr(load_spec(spec), "is_gpu", False))
+    except TilesolveError:
+        return None                      # run_bench reports a bad spec itself
+    if not is_gpu:
+        return None
+    from ..backend.cuda.runtime import availability
+    return availability()
 
 
 def _interrupt_on_sigterm():
