@@ -354,3 +354,22 @@ def test_compiled_pipeline_has_to_dask_without_importing_distributed_first():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_two_inputs_of_one_shape_get_their_own_scratch_arrays(client):
+    """Each worker thread reuses the arrays it assembles task inputs into (saving page
+    faults); two inputs of the same shape in one task must still get two arrays, and a
+    later task must see its own data, not the previous task's."""
+    x, y = ts.Var("x"), ts.Var("y")
+    a, b = ts.ImageParam(ts.int32, 2, "a"), ts.ImageParam(ts.int32, 2, "b")
+    ea, eb = ts.boundary.repeat_edge(a), ts.boundary.repeat_edge(b)
+    f = ts.Func("f")
+    f[x, y] = ea[x - 1, y] + 1000 * eb[x + 1, y + 1]
+    pipe = ts.Pipeline(f)
+    c = ts.compile(pipe)
+    rng = np.random.default_rng(3)
+    A, B = (rng.integers(0, 100, (40, 50)).astype(np.int32) for _ in range(2))
+    out = tsd.to_dask(c, [50, 40], chunks=(10, 10), a=da.from_array(A, chunks=(11, 12)),
+                      b=da.from_array(B, chunks=(11, 12)))
+    for _ in range(2):               # the second compute reuses the workers' arrays
+        _same(out.compute(), ts.reference.realize(pipe, [50, 40], a=A, b=B))

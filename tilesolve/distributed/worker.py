@@ -71,17 +71,32 @@ def compiled_for(shipped: ShippedPipeline):
     return c
 
 
-def assemble(shape: tuple, dtype, pieces) -> np.ndarray:
+_POOL = threading.local()          # per thread: (shape, dtype) -> scratch input arrays
+
+
+def assemble(shape: tuple, dtype, pieces, scratch: np.ndarray | None = None) -> np.ndarray:
     """One array of numpy ``shape`` from ``pieces``: (array, target slices) pairs that
-    tile it.  A single piece covering everything is passed through without a copy."""
+    tile it.  A single piece covering everything is passed through without a copy.
+    ``scratch``: an array of that shape and dtype to fill instead of a new one."""
     if len(pieces) == 1:
         arr, where = pieces[0]
         if arr.shape == tuple(shape):
             return np.asarray(arr)
-    out = np.empty(shape, dtype)
+    out = scratch if scratch is not None else np.empty(shape, dtype)
     for arr, where in pieces:
         out[tuple(slice(a, b) for a, b in where)] = arr
     return out
+
+
+def _scratch_pool() -> dict:
+    """This thread's scratch arrays for assembled inputs, by (shape, dtype): an input is
+    only read while its task runs, so the next task of the same shape (interior chunks
+    all share one) refills it, saving a fresh allocation's page faults: about a third
+    of the copy's time for chunks of megabytes."""
+    pool = getattr(_POOL, "arrays", None)
+    if pool is None:
+        pool = _POOL.arrays = {}
+    return pool
 
 
 def run_box(shipped: ShippedPipeline, layout, *pieces):
@@ -93,12 +108,24 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     c = compiled_for(shipped)
     cpu0 = time.thread_time()
     t0 = time.perf_counter()
-    arrays, k = {}, 0
+    arrays, k, pool, used = {}, 0, _scratch_pool(), []
     for name, shape, dtype, wheres in inputs:
-        arrays[name] = assemble(shape, dtype, list(zip(pieces[k:k + len(wheres)], wheres)))
+        mine = list(zip(pieces[k:k + len(wheres)], wheres))
+        if len(mine) == 1 and mine[0][0].shape == tuple(shape):
+            a = assemble(shape, dtype, mine)          # the piece itself: never pooled
+        else:
+            key = (tuple(shape), np.dtype(dtype).str)
+            free = pool.get(key)
+            a = assemble(shape, dtype, mine, free.pop() if free else None)
+            used.append((key, a))     # our own copy: reused once the task is done
+        arrays[name] = a
         k += len(wheres)
     t1 = time.perf_counter()
     out = c.realize(list(sizes), **arrays, **scalars)
+    for key, a in used:               # the task is done with its inputs: reuse them
+        pool.setdefault(key, []).append(a)
+    while len(pool) > 4:              # bounded: the shapes of the latest tasks only
+        del pool[next(iter(pool))]
     _STATS["tasks"] += 1
     _STATS["assemble_s"] += t1 - t0
     _STATS["realize_s"] += time.perf_counter() - t1
