@@ -43,60 +43,48 @@ def _box_bounds(box) -> tuple:
 class Problem:
     """Everything a solver needs to know about (pipeline, spec, estimates)."""
 
-    def __init__(self, pipeline: Pipeline, spec, estimates: dict | None, *, inline: bool = True):
+    def __init__(self, pipeline: Pipeline, spec, estimates: dict | None, *, inline: bool = True,
+                 params: dict | None = None, inlined: frozenset | None = None):
+        """``params``: the Param values the analysis assumes (default: their defaults);
+        ``inlined``: the inlining choices to keep (default: chosen here)."""
         self.pipeline = pipeline
         self.spec = spec
         self.estimates = normalize_estimates(pipeline, estimates)
+        self.param_values = (dict(params) if params is not None else
+                             {n: p.default for n, p in pipeline.params.items()
+                              if p.default is not None})
         out_sizes = {o: self.estimates[o] for o in pipeline.output_names}
         input_sizes = {n: self.estimates[n] for n in pipeline.images if n in self.estimates}
-        params = {n: p.default for n, p in pipeline.params.items() if p.default is not None}
         try:
-            regions = required_regions(pipeline, out_sizes, input_sizes=input_sizes, params=params)
+            regions = required_regions(pipeline, out_sizes, input_sizes=input_sizes,
+                                       params=self.param_values)
         except BoundsError as e:
             missing = [n for n in pipeline.images if n not in self.estimates]
             hint = f" (estimates are missing for inputs: {', '.join(missing)})" if missing else ""
             raise SolverError(f"cannot infer concrete bounds from the estimates{hint}: {e}") from e
         self.regions = {n: _box_bounds(b) for n, b in regions.items()}
-        self.inlined: frozenset = choose_inlined(pipeline, self.regions) if inline else frozenset()
+        if inlined is None:
+            inlined = choose_inlined(pipeline, self.regions) if inline else frozenset()
+        self.inlined: frozenset = inlined
         self.funcs: tuple = tuple(n for n in pipeline.order() if n not in self.inlined)
         self._outputs = frozenset(pipeline.output_names)
         self._bpp: dict = {}
         self._points: dict = {}
+        self._moved: dict = {}
 
     def moved(self, k: int) -> "Problem":
-        """The same problem where every run-time value has moved: each estimate
-        ``s * k + k - 1`` and each Param's default moved (floats scaled by 1 + 0.85 (k - 1),
-        integers plus k).  The inlining choices are this problem's.  Comparing tile
-        facts here and in another moved copy shows which regions depend on run-time
+        """The same problem where every run-time value has moved (memoized per ``k``):
+        each estimate ``s * k + k - 1`` and each Param's value moved (floats scaled by
+        1 + 0.85 (k - 1), integers plus k), with this problem's inlining choices.
+        Comparing tile facts in two moved copies shows which regions depend on run-time
         values (what no constant-size GPU buffer can hold)."""
-        est = {n: [v * k + k - 1 for v in sizes] for n, sizes in self.estimates.items()}
-        moved_params = {}
-        for n, prm in self.pipeline.params.items():
-            if prm.default is None:
-                continue
-            d = prm.default
-            moved_params[n] = d * (1 + 0.85 * (k - 1)) if isinstance(d, float) else d + k
-        other = Problem.__new__(Problem)
-        other.pipeline, other.spec = self.pipeline, self.spec
-        other.estimates = est
-        out_sizes = {o: est[o] for o in self.pipeline.output_names}
-        input_sizes = {n: est[n] for n in self.pipeline.images if n in est}
-        regions = required_regions(self.pipeline, out_sizes, input_sizes=input_sizes,
-                                   params=moved_params)
-        other.regions = {n: _box_bounds(b) for n, b in regions.items()}
-        other.inlined, other.funcs, other._outputs = self.inlined, self.funcs, self._outputs
-        other._bpp, other._points = {}, {}
-        other._param_values = moved_params
-        return other
-
-    @property
-    def param_values(self) -> dict:
-        """Param name -> the value the analysis assumes (the defaults, or moved ones)."""
-        pv = getattr(self, "_param_values", None)
-        if pv is not None:
-            return pv
-        return {n: prm.default for n, prm in self.pipeline.params.items()
-                if prm.default is not None}
+        if k not in self._moved:
+            est = {n: [v * k + k - 1 for v in sizes] for n, sizes in self.estimates.items()}
+            params = {n: v * (1 + 0.85 * (k - 1)) if isinstance(v, float) else v + k
+                      for n, v in self.param_values.items()}
+            self._moved[k] = Problem(self.pipeline, self.spec, est, params=params,
+                                     inlined=self.inlined)
+        return self._moved[k]
 
     # -- scopes for the interval analysis -----------------------------------------
     @cached_property

@@ -218,7 +218,7 @@ def _runtime_sized(problem, group, block) -> set:
     try:
         facts = []
         for k in (2, 3):
-            moved = _moved(problem, k)
+            moved = problem.moved(k)
             tile = interior_tile(moved.regions[group.output], block)
             facts.append(tile_facts(moved, group, tile).member_regions)
     except Exception:          # noqa: BLE001 -- a region with no bound: all are suspect
@@ -247,13 +247,6 @@ def in_group_callees(problem, columns, name) -> set:
         if name in group.producers():
             return _with_callees(problem, group.producers(), {name})
     return {name}
-
-
-def _moved(problem, k):
-    cache = problem.__dict__.setdefault("_moved_copies", {})
-    if k not in cache:
-        cache[k] = problem.moved(k)
-    return cache[k]
 
 
 def schedule_from_columns(problem, columns, provenance, at_root=frozenset()) -> Schedule:
