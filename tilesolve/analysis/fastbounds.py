@@ -16,6 +16,7 @@ from ..model import expr as E
 from .intervals import numeric as N
 
 INF = math.inf
+_OPERATORS = frozenset((E.BinOp, E.Not, E.Select, E.Cast))
 
 
 def _pair(iv):
@@ -53,22 +54,8 @@ class FastBounder:
             from ..model.evaluate import extent_key
             r = self.scope.get(extent_key(e.image, e.dim))
             return r if r is not None else (1, INF)
-        if isinstance(e, E.BinOp):
-            a = self.bounds(e.a)
-            b = self.bounds(e.b)
-            return N.op_rule(e.op)(e.a.type, a, b)
-        if isinstance(e, E.Not):
-            return N.not_(self.bounds(e.a))
-        if isinstance(e, E.Select):
-            c = self.bounds(e.cond)
-            if c == (1, 1):
-                return self.bounds(e.true_value)
-            if c == (0, 0):
-                return self.bounds(e.false_value)
-            a, b = self.bounds(e.true_value), self.bounds(e.false_value)
-            return (min(a[0], b[0]), max(a[1], b[1]))
-        if isinstance(e, E.Cast):
-            return N.cast(e.value.type, t, self.bounds(e.value))
+        if type(e) in _OPERATORS:
+            return N.node_bounds(e, [self.bounds(k) for k in e.children()])
         if isinstance(e, E.Intrinsic):
             return N.op_rule(e.name)(t, *[self.bounds(a) for a in e.args])
         if isinstance(e, E.Call):

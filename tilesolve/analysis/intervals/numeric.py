@@ -352,6 +352,27 @@ def _register():
 _register()
 
 
+def node_bounds(e, operands):
+    """Bounds of operator node ``e`` (BinOp, Not, Select, Cast or Intrinsic) from the
+    bounds of its operands, in order: the one place the node kinds meet the rules."""
+    from ...model import expr as E
+    cls = type(e)
+    if cls is E.BinOp:
+        return op_rule(e.op)(e.a.type, *operands)
+    if cls is E.Intrinsic:
+        return op_rule(e.name)(e.type, *operands)
+    if cls is E.Cast:
+        return cast(e.value.type, e.type, operands[0])
+    if cls is E.Not:
+        return not_(operands[0])
+    if cls is E.Select:
+        c, a, b = operands
+        if c[0] == c[1]:
+            return a if c[0] else b
+        return (min(a[0], b[0]), max(a[1], b[1]))
+    raise TypeError(f"node_bounds: {cls.__name__} is not an operator node")
+
+
 def op_rule(name: str):
     """The interval rule of op ``name``: ``rule(t, *intervals)`` (see model/ops.py)."""
     from ...model import ops
