@@ -423,3 +423,23 @@ def test_an_empty_region_allocates_nothing_in_the_interpreter():
         want = ts.reference.realize(pipe, [w], inp=a)
         np.testing.assert_array_equal(run(lowered, [w], inp=a), want)
         np.testing.assert_array_equal(ts.compile(pipe, s, checked=True).realize([w], inp=a), want)
+
+
+def test_tail_guards_that_the_tile_proves_true_are_gone():
+    """conv_layer's greedy schedule: in the branch for full tiles, the update's guards
+    ``conv.s1.x < relu.s0.x.base + 32`` (and the same in y) hold for every point of the
+    tile (``conv.s1.x = base + 16*i + j``, i < 2, j < 16), so lowering drops them; only
+    the branch for partial tiles keeps its two. Left in, the vector loop runs masked."""
+    from tilesolve.apps import get_app
+    app = get_app("conv_layer")
+    pipe, est = app.build(None)
+    sched = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    text = str(lower(pipe, sched))
+    assert text.count("if conv.s1") == 2, text
+    size = app.SMALL_SIZE
+    small, small_est = app.build(size, **getattr(app, "SMALL_BUILD", {}))
+    inputs = app.make_inputs(size, **getattr(app, "SMALL_BUILD", {}))
+    got = ts.compile(small, ts.solve_schedule(small, "host", estimates=small_est,
+                                              method="greedy")).realize(size, **inputs)
+    np.testing.assert_allclose(got, ts.reference.realize(small, list(size), **inputs),
+                               rtol=1e-5, atol=1e-5)

@@ -203,6 +203,10 @@ def test_every_rule_of_the_table_fires():
             assert simplify(e) is want, f"{e} -> {simplify(e)}, expected {want}"
         S._CACHE.clear()
         assert simplify(x % 5, {"x": (12, 13)}) is x - 10     # one period of % 5
+        S._CACHE.clear()
+        tile = {"y": (0, 1), "z": (0, 15)}                    # x + 16*y + z < x + 32
+        assert simplify(x + y * 16 + z < x + 32, tile) is c(ts.bool_, True)
+        assert simplify(x + y * 16 + z >= x + 32, tile) is c(ts.bool_, False)
     finally:
         RULES.trace = None
         S._CACHE.clear()

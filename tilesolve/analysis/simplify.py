@@ -270,7 +270,11 @@ class _Simplifier:
         if _R.index_type(t) and not (t.can_represent(c) and
                                   all(t.can_represent(k) for _, k in terms.values())):
             return None
-        r = _L.build_linear(t, terms, c)
+        return _R.Done(_L.build_linear(t, terms, c), N.fit(t, *self.linear_bounds(t, form)))
+
+    def linear_bounds(self, t, form):
+        """Numeric (lo, hi) of a linear form from its atoms' bounds (no wrapping)."""
+        terms, c = form
         lo = hi = _L.signed(t, c)
         for atom, k in terms.values():
             k = _L.signed(t, k)
@@ -279,7 +283,7 @@ class _Simplifier:
             alo, ahi = self.b(atom)
             p = (N._mul(alo, k), N._mul(ahi, k))
             lo, hi = N._plus(lo, min(p), -INF), N._plus(hi, max(p), INF)
-        return _R.Done(r, N.fit(t, lo, hi))
+        return lo, hi
 
     def diff_const(self, a, b):
         """``a - b`` as an int when the linear forms differ by a constant."""

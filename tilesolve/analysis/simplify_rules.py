@@ -195,6 +195,21 @@ def compare_by_difference(s, x, y, e):
     return None if d is None else _bool(PY_CMP[e.op](d, 0))
 
 
+@rule(Pat(None, (xi, yi), "e"), keys=CMP)
+def compare_by_difference_bounds(s, x, y, e):
+    """``b + 16*i + j < b + 32`` with i in [0, 1], j in [0, 15]: the bounds of the
+    difference decide (index arithmetic), as Halide's ``can_prove(a - b < 0)``."""
+    t = x.type
+    if not index_type(t) or type(x) is E.Const and type(y) is E.Const:
+        return None
+    form = _L.lin_add(s.linear(x), s.linear(y), -1)
+    if not form[0]:
+        return None                 # a constant difference: compare_by_difference
+    lo, hi = s.linear_bounds(t, form)
+    v = _decided(N.op_rule(e.op)(t, (lo, hi), (0, 0)))
+    return None if v is None else _bool(v)
+
+
 @rule(Pat(None, (xi, K("k")), "e"), keys=CMP)
 def compare_move_constant(s, x, k, e):
     """``x + c < k  ->  x < k - c`` (index arithmetic: no overflow)."""

@@ -29,6 +29,7 @@ class _Simp:
     def __init__(self):
         self.env: dict[str, E.Expr] = {}      # let substitutions
         self.ranges: dict[str, tuple] = {}    # numeric (lo, hi) of loop vars and lets
+        self.values: dict[str, E.Expr] = {}   # integer lets in scope: name -> value
 
     def expr(self, x: E.Expr) -> E.Expr:
         if self.env:
@@ -84,8 +85,17 @@ class _Simp:
             with self._binding(s.name, env=v):
                 return (yield s.body)
         rng = numeric_bounds(v, self.scope_of(v)) if not v.type.is_float() else None
-        with self._binding(s.name, rng=rng):
-            body = yield s.body
+        old = self.values.get(s.name)
+        if rng is not None:
+            self.values[s.name] = v
+        try:
+            with self._binding(s.name, rng=rng):
+                body = yield s.body
+        finally:
+            if old is None:
+                self.values.pop(s.name, None)
+            else:
+                self.values[s.name] = old
         if body is None:
             return None
         if v is s.value and body is s.body:
@@ -112,6 +122,8 @@ class _Simp:
 
     def _if(self, s: L.IfThenElse):
         c = self.expr(s.cond)
+        if not isinstance(c, E.Const):
+            c = self._decide(c)
         if isinstance(c, E.Const):
             if c.value:
                 return (yield s.then_case)
@@ -125,6 +137,22 @@ class _Simp:
         if c is s.cond and t is s.then_case and f is s.else_case:
             return s
         return L.IfThenElse(c, t, f)
+
+    def _decide(self, c: E.Expr) -> E.Expr:
+        """``c``, or its value when the lets it uses, written out, prove it: a tail
+        guard ``x < base + 32`` where ``x = base + 16*i + j`` with ``i`` in [0, 1] and
+        ``j`` in [0, 15] is always true (Halide proves such guards away too; left in,
+        a vector loop would run masked code).  The condition itself stays as written."""
+        x = c
+        for _ in range(8):
+            names = {v.name for v in walk(x) if isinstance(v, E.Var) and v.name in self.values}
+            if not names:
+                break
+            x = substitute_names(x, {n: self.values[n] for n in names})
+        if x is c:
+            return c
+        r = simplify(x, self.scope_of(x))
+        return r if isinstance(r, E.Const) else c
 
     def _block(self, s: L.Block):
         parts = []
