@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tilesolve as ts
+
 from tilesolve.backend.cpu.codegen import generate
 from tilesolve.backend.cpu.runtime import NativeKernel
 from tilesolve.lower import ir as L
@@ -420,3 +422,23 @@ def test_loads_are_not_reused_across_stores():
     assert kern([acc, out, trace]) == 0
     np.testing.assert_array_equal(out, [1, 2, 64])
     np.testing.assert_array_equal(trace, [2, 4, 8, 16, 32])
+
+
+def test_register_tile_accumulators_stay_in_registers():
+    """conv_layer's greedy schedule keeps a 8x2-vector tile of ``conv`` in flight while
+    it loops over the reduction: the addresses of those 16 accumulators differ by
+    constants, which LLVM sees only because addresses are built in 64 bits from the
+    ``nsw`` index arithmetic. Its reduction loop then holds them in registers: the
+    loop's block with the additions stores nothing (before: a load and a store of
+    every accumulator per step, 1.8x Halide's time on the same schedule)."""
+    import re
+    from tilesolve.apps import get_app
+    app = get_app("conv_layer")
+    pipe, est = app.build(None)
+    sched = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    ir_text = ts.compile(pipe, sched).llvm_ir()
+    blocks = re.split(r"\n(?=[\w.\-]+:)", ir_text)
+    loop = max((b for b in blocks if b.startswith("conv.s1.r.")),
+               key=lambda b: b.count("fadd <16 x float>"))
+    assert loop.count("fadd <16 x float>") >= 16, loop[:2000]
+    assert "store" not in loop, loop[:2000]

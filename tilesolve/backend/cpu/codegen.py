@@ -301,7 +301,11 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             yield x
 
     def _let_stmt(self, s: L.LetStmt):
-        value = self.emit(s.value)
+        # a LetStmt is lowering's own index arithmetic (loop variables, tile bases,
+        # extents), which never overflows: its add/sub/mul spine carries ``nsw``, so
+        # LLVM can tell apart addresses that differ by a constant (and keep a
+        # reduction's accumulators in registers)
+        value = self.emit(s.value, index=True)
         with self._scoped(s.name, value):
             yield s.body
 

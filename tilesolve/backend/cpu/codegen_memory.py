@@ -82,7 +82,35 @@ class MemoryEmitter:
                                 "argument nor allocated here") from None
 
     def _addr(self, buf: Buffer, idx: ir.Value) -> ir.Value:
-        return self.b.gep(buf.ptr, [idx], inbounds=True)
+        return self.b.gep(buf.ptr, [self._wide_index(idx)], inbounds=True)
+
+    def _wide_index(self, idx: ir.Value) -> ir.Value:
+        """The i64 address index of a 32-bit ``idx``: its ``nsw`` add/sub/mul/shl spine
+        (index arithmetic, which never wraps) rebuilt in 64 bits over sign-extended
+        terms -- the same value.  LLVM's alias analysis then sees that two addresses
+        differ by a constant (``base + 16`` and ``base``): with every term extended
+        once at the root, as before, it could not, once its reassociation had dropped
+        the ``nsw`` flags, and kept a reduction's accumulators in memory."""
+        if idx.type != I32:
+            return idx
+        b, memo = self.b, {}
+
+        def wide(v, depth):
+            hit = memo.get(id(v))
+            if hit is not None:
+                return hit
+            if isinstance(v, ir.Constant):
+                r = ir.Constant(I64, v.constant)
+            elif (depth < 16 and isinstance(v, ir.Instruction) and "nsw" in v.flags
+                  and v.opname in ("add", "sub", "mul", "shl")
+                  and (v.opname in ("add", "sub") or isinstance(v.operands[1], ir.Constant))):
+                x, y = (wide(o, depth + 1) for o in v.operands)
+                r = getattr(b, v.opname)(x, y, flags=["nsw"])
+            else:
+                r = b.sext(v, I64)
+            memo[id(v)] = r
+            return r
+        return wide(idx, 0)
 
     def _vec_ptr(self, buf: Buffer, idx: ir.Value, n: int) -> ir.Value:
         vt = ir.VectorType(buf.ptr.type.pointee, n)
