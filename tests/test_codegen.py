@@ -442,3 +442,28 @@ def test_register_tile_accumulators_stay_in_registers():
                key=lambda b: b.count("fadd <16 x float>"))
     assert loop.count("fadd <16 x float>") >= 16, loop[:2000]
     assert "store" not in loop, loop[:2000]
+
+
+@pytest.mark.parametrize("width", [16, 17, 31, 40, 63])
+def test_upsampling_by_two_loads_densely(width):
+    """``f[x / 2]`` and ``f[(x + 1) / 2]`` in a 16-wide vector loop read the 8 (even
+    first lane) or 9 (odd) elements the lanes touch with one dense load and a
+    shuffle, not a 16-element gather; the odd and even cases both occur here, since
+    the last vector of a row starts at width - 16. Equal to the reference."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    down = ts.Func("down")
+    down[x, y] = inp[x, y] * 2
+    up = ts.Func("up")
+    up[x, y] = down[x / 2, y] + down[(x + 1) / 2, y] * 3
+    pipe = ts.Pipeline(up)
+    s = ts.Schedule(pipe)
+    s[up].vectorize(x, 16)
+    s[down].compute_root()
+    compiled = ts.compile(pipe, s)
+    text = compiled.llvm_ir()        # (the masked branch for widths < 16 gathers)
+    assert "load <8 x float>" in text and "load <9 x float>" in text
+    sizes = [width, 3]
+    src = np.random.default_rng(width).random((3, width // 2 + 2), dtype=np.float32)
+    want = ts.reference.realize(pipe, sizes, input=src)
+    np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)

@@ -36,7 +36,7 @@ from ...errors import LoweringError
 from ...model import expr as E
 from ...model import ops
 from ...model.types import Type
-from .codegen_lanes import Guarded, LaneEmitter, Ramp, is_varying  # noqa: F401
+from .codegen_lanes import SYMBOLIC, Guarded, LaneEmitter, Ramp, is_varying  # noqa: F401
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -187,7 +187,7 @@ class ExprEmitter(LaneEmitter):
             return self._binop(e, index)
         if isinstance(e, E.Not):
             a = self.emit(e.a)
-            a = self.vec(a) if isinstance(a, (Ramp, Guarded)) else a
+            a = self.vec(a) if isinstance(a, SYMBOLIC) else a
             return self.b.xor(a, self.const(a.type, 1))
         if isinstance(e, E.Select):
             return self._select(e)
@@ -226,7 +226,11 @@ class ExprEmitter(LaneEmitter):
         spine = index and op in ("add", "sub", "mul", "min", "max")
         a = self.emit(e.a, spine)
         if op in ("div", "mod") and isinstance(e.b, E.Const) and t.is_integral():
-            a = self.vec(a) if isinstance(a, (Ramp, Guarded)) else a
+            if op == "div" and e.b.value == 2:
+                h = self.halve(t, a)
+                if h is not None:
+                    return h
+            a = self.vec(a) if isinstance(a, SYMBOLIC) else a
             return self._divmod_const(op, t, a, e.b.value)
         if op == "div" and t.is_float() and t.bits == 32 and _exact_via_double(e.b):
             return self._div_by_odd_integer(self.emit(e.a), e.b.value)
@@ -253,7 +257,7 @@ class ExprEmitter(LaneEmitter):
         smaller than 1 that must be 0).  Subnormal results obey the same argument with
         absolute spacing 2**-150; inf, NaN and signed zeros pass through the multiply.
         It replaces a divide (the bottleneck of, e.g., a box blur) with a multiply."""
-        if isinstance(a, (Ramp, Guarded)):
+        if isinstance(a, SYMBOLIC):
             a = self.vec(a)
         bld = self.b
         dty = F64 if not isinstance(a.type, ir.VectorType) else ir.VectorType(F64, a.type.count)
@@ -337,7 +341,7 @@ class ExprEmitter(LaneEmitter):
 
     def _cast(self, e: E.Cast):
         v = self.emit(e.value)
-        if isinstance(v, (Ramp, Guarded)):
+        if isinstance(v, SYMBOLIC):
             v = self.vec(v)
         return self.convert(v, e.value.type, e.type)
 

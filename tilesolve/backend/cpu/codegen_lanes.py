@@ -11,6 +11,10 @@ Inside a vectorized loop of W lanes an integer value may be kept *symbolic*:
   clamped.  Accesses branch on ``cond`` at run time: a dense access in the common case
   (the interior of the image), a gather only near the edges.  This is loop partitioning
   done per access, so it works whatever shape of loop nest lowering produces.
+* :class:`Halves` ``q + (k + odd) // 2``: a stride-1 ramp divided by 2, what upsampling
+  by two reads (``f[x / 2]``, ``f[(x + 1) / 2]``).  A Load there reads the W/2 (even
+  ramp) or W/2 + 1 (odd) elements the lanes touch, densely, and duplicates them with a
+  shuffle: no gather.
 
 Everything else is a scalar ``ir.Value`` (uniform across lanes) or a W-lane vector.
 Arithmetic here is exact in wrapped integers: ``cond`` includes a check that the ramp
@@ -43,12 +47,28 @@ class Guarded:
     slow: ir.Value
 
 
+@dataclass(frozen=True)
+class Halves:
+    """The lanes ``q + (k + odd) // 2`` for k in [0, lanes): ``(ramp of stride 1) / 2``
+    with ``q`` the first lane and ``odd`` (scalar i1) the parity of the ramp's base."""
+
+    q: ir.Value
+    odd: ir.Value
+    lanes: int
+
+    def picks(self, odd: bool) -> list:
+        return [(k + odd) // 2 for k in range(self.lanes)]
+
+
+SYMBOLIC = (Ramp, Guarded, Halves)       # lane values kept symbolic (see vec())
+
+
 def is_varying(v) -> bool:
-    return isinstance(v, (Ramp, Guarded)) or isinstance(v.type, ir.VectorType)
+    return isinstance(v, SYMBOLIC) or isinstance(v.type, ir.VectorType)
 
 
 def is_vector_value(v) -> bool:
-    return not isinstance(v, (Ramp, Guarded)) and isinstance(v.type, ir.VectorType)
+    return not isinstance(v, SYMBOLIC) and isinstance(v.type, ir.VectorType)
 
 
 def wrap(v: int, bits: int) -> int:
@@ -65,6 +85,10 @@ class LaneEmitter:
         b = self.b
         if isinstance(v, Guarded):
             return v.slow
+        if isinstance(v, Halves):
+            vt = ir.VectorType(v.q.type, v.lanes)
+            offs = b.select(v.odd, ir.Constant(vt, v.picks(True)), ir.Constant(vt, v.picks(False)))
+            return b.add(self.vec(v.q), offs)
         if isinstance(v, Ramp):
             vt = ir.VectorType(v.base.type, v.lanes)
             w = v.base.type.width
@@ -89,12 +113,13 @@ class LaneEmitter:
         return last, r.base, b.icmp_signed("<=", last, r.base)
 
     def lane_arith(self, op, t, a, b, nsw):
-        """``a op b`` kept as a Ramp or Guarded when possible, else None."""
-        if not t.is_integral() or not (isinstance(a, (Ramp, Guarded))
-                                       or isinstance(b, (Ramp, Guarded))):
+        """``a op b`` kept as a Ramp, Guarded or Halves when possible, else None."""
+        if not t.is_integral() or not (isinstance(a, SYMBOLIC) or isinstance(b, SYMBOLIC)):
             return None
         if is_vector_value(a) or is_vector_value(b):
             return None
+        if isinstance(a, Halves) or isinstance(b, Halves):
+            return self._halves_arith(op, t, a, b, nsw)
         if op in ("min", "max"):
             return self._guarded_minmax(op, t, a, b)
         if isinstance(a, Guarded) or isinstance(b, Guarded):
@@ -152,3 +177,23 @@ class LaneEmitter:
             cond = bld.and_(r.cond, cond)
         slow = self.binop_values(op, t, self.vec(a), self.vec(b), False)
         return Guarded(fast, cond, slow)
+
+    def halve(self, t, r) -> "Halves | None":
+        """``r / 2`` for a stride-1 Ramp ``r`` of int32 (Euclidean: floor), else None."""
+        if not (isinstance(r, Ramp) and r.stride == 1 and t.is_int() and t.bits == 32):
+            return None
+        one = ir.Constant(r.base.type, 1)
+        q = self.b.ashr(r.base, one)
+        odd = self.b.trunc(self.b.and_(r.base, one), ir.IntType(1))
+        return Halves(q, odd, r.lanes)
+
+    def _halves_arith(self, op, t, a, b, nsw):
+        """Halves plus or minus a uniform value stays Halves (the shift moves ``q``)."""
+        flags = ("nsw",) if nsw else ()
+        if op == "add" and isinstance(a, Halves) and not is_varying(b):
+            return Halves(self.b.add(a.q, b, flags=flags), a.odd, a.lanes)
+        if op == "add" and isinstance(b, Halves) and not is_varying(a):
+            return Halves(self.b.add(b.q, a, flags=flags), b.odd, b.lanes)
+        if op == "sub" and isinstance(a, Halves) and not is_varying(b):
+            return Halves(self.b.sub(a.q, b, flags=flags), a.odd, a.lanes)
+        return None

@@ -50,7 +50,7 @@ from llvmlite import ir
 from ...model import expr as E
 from ...model.types import Type
 from .codegen_expr import I8, I32, I64, _mangle, mem_type
-from .codegen_lanes import Guarded, Ramp, is_varying
+from .codegen_lanes import Guarded, Halves, Ramp, is_varying
 
 STACK_LIMIT_BYTES = 64 * 1024
 ERR_ALLOC = 1
@@ -161,6 +161,8 @@ class MemoryEmitter:
         align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
             return self._dense_load(buf, idx.base, self.mask)
+        if isinstance(idx, Halves) and self.mask is None:
+            return self._halves_load(buf, idx, align)
         if isinstance(idx, Ramp) and idx.stride == -1:
             start = b.sub(idx.base, ir.Constant(idx.base.type, w - 1))
             mask = None if self.mask is None else self._reverse(self.mask, w)
@@ -178,6 +180,24 @@ class MemoryEmitter:
             return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
                                     ir.Constant(ir.VectorType(I32, w), picks))
         return self._gather(buf, self.vec(idx), align)
+
+    def _halves_load(self, buf: Buffer, idx: Halves, align: int):
+        """The lanes ``q + (k + odd) // 2``: a dense load of the W/2 (+1 when odd)
+        elements they touch, each duplicated by a shuffle (Halide's upsampling code)."""
+        b, w = self.b, self.lanes
+        out = []
+        with b.if_else(idx.odd) as (odd, even):
+            for branch, is_odd in ((odd, True), (even, False)):
+                with branch:
+                    n = w // 2 + is_odd
+                    wide = b.load(self._vec_ptr(buf, idx.q, n), align=align)
+                    picks = ir.Constant(ir.VectorType(I32, w), idx.picks(is_odd))
+                    out.append((b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                                 picks), b.block))
+        v = b.phi(out[0][0].type)
+        for val, block in out:
+            v.add_incoming(val, block)
+        return v
 
     def _dense_load(self, buf: Buffer, start, mask):
         """``load <W x T>`` at element ``start``; masked lanes are not read."""
