@@ -386,6 +386,8 @@ class _Walker:
         return box
 
     def _if_box(self, s: L.IfThenElse):
+        if s.steady and s.else_case is not None:
+            return (yield s.else_case)       # the steady state touches a subset of it
         cond = simplify(self.inline_lets(s.cond))
         free = {n.name for n in walk(cond) if isinstance(n, (E.Var, E.Param))}
         if not any(dict.__contains__(self.scope, n) for n in free):

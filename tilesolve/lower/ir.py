@@ -114,9 +114,13 @@ class LetStmt(Stmt):
 
 @dataclass(frozen=True, slots=True, eq=False)
 class IfThenElse(Stmt):
+    """``steady``: ``then_case`` is a copy of ``else_case`` specialized for when ``cond``
+    holds (a steady state without tail guards, see ``lower/stages.py``); it touches a
+    subset of what ``else_case`` does, so bounds inference reads ``else_case`` only."""
     cond: E.Expr
     then_case: Stmt
     else_case: Stmt | None = None
+    steady: bool = False
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -291,7 +295,7 @@ def _map_compound(s: Stmt, fe):
         e = None if s.else_case is None else (yield s.else_case)
         if c is s.cond and t is s.then_case and e is s.else_case:
             return s
-        return IfThenElse(c, t, e)
+        return IfThenElse(c, t, e, s.steady)
     if isinstance(s, Block):
         parts = []
         for x in s.stmts:

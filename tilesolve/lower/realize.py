@@ -67,7 +67,7 @@ def with_children(s: L.Stmt, kids: list) -> L.Stmt:
     if isinstance(s, L.ProducerConsumer):
         return L.ProducerConsumer(s.name, s.is_producer, kids[0])
     if isinstance(s, L.IfThenElse):
-        return L.IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None)
+        return L.IfThenElse(s.cond, kids[0], kids[1] if len(kids) > 1 else None, s.steady)
     if isinstance(s, L.Block):
         return L.Block.make(kids)
     raise AssertionError(type(s))

@@ -136,7 +136,7 @@ class _Simp:
             return L.IfThenElse(simplify(E.Not(c)), f)
         if c is s.cond and t is s.then_case and f is s.else_case:
             return s
-        return L.IfThenElse(c, t, f)
+        return L.IfThenElse(c, t, f, s.steady and f is not None)
 
     def _decide(self, c: E.Expr) -> E.Expr:
         """``c``, or its value when the lets it uses, written out, prove it: a tail

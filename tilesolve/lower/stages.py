@@ -157,7 +157,12 @@ class _Builder:
                 if ok is None:
                     conds.append(simplify(ext >= f_))
         if not exact and tail == "guard_with_if":
-            guards.append(_v(lp.ir) < mn + ext)
+            g = _v(lp.ir) < mn + ext
+            guards.append(g)
+            # the guard holds for a whole block when the block ends by the extent:
+            # (o + 1) * f <= ext, written as a bound on the loop variable so that
+            # bounds inference narrows the loop to the full blocks in that version
+            self.full[id(g)] = (o_ir, simplify(_v(o_ir) <= (ext - f_) / f_))
         b_ir = self.fresh(f"{lp.ir}.base")
         defs[b_ir] = simplify(base)
         defs[lp.ir] = _v(b_ir) + _v(i_ir)
@@ -185,7 +190,7 @@ class _Builder:
                 del self.ranges[v]
 
     def build(self, d, inliner, guard_shifts: bool):
-        self.used, self.ranges, self.rounded = set(), {}, set()
+        self.used, self.ranges, self.rounded, self.full = set(), {}, set(), {}
         loops, sub = self.original_loops(d)
         cur, defs, guards, conds = self.apply(loops, guard_shifts)
         self._drop_grown_ranges(defs)
@@ -202,13 +207,27 @@ class _Builder:
         body = L.Provide(self.f.name, args, value)
         outer_first = list(reversed(self.ss.dims))
         order = [cur[dm.var] for dm in outer_first]
-        stmt = _assemble(body, order, [dm.kind for dm in outer_first], defs, guards + preds)
+        kinds = [dm.kind for dm in outer_first]
+        # no steady-state version on GPUs, nor in the nest for extents smaller than a
+        # split's factor (``guard_shifts``: taken only for tiny images)
+        full = {} if guard_shifts or any(k.startswith("gpu") for k in kinds) else self.full
+        stmt = _assemble(body, order, kinds, defs, guards + preds, full)
         return stmt, conds, {dm.var: cur[dm.var].ir for dm in self.ss.dims}
 
 
-def _assemble(body, loops, kinds, defs: dict, guards: list) -> L.Stmt:
+def _assemble(body, loops, kinds, defs: dict, guards: list, full: dict | None = None) -> L.Stmt:
     """Wrap ``body`` in the loops (outermost first), each let and guard just
-    inside the innermost loop it depends on."""
+    inside the innermost loop it depends on.
+
+    ``full`` maps (the id of) a ``guard_with_if`` guard to the condition that it holds
+    for every point of the current block (the block ends by the extent).  The nest
+    below the loop those conditions depend on is then built twice, as Halide's loop
+    partitioning would: a steady state without those guards, taken when every block
+    is full, and the guarded nest for the last blocks.  The steady state's vector
+    loops then run unmasked, with no per-point test."""
+    pos0 = {lp.ir for lp in loops}
+    full = {id(g): c for g in guards
+            if (oc := (full or {}).get(id(g))) is not None and oc[0] in pos0 for c in (oc[1],)}
     pos = {lp.ir: p for p, lp in enumerate(loops)}
     level: dict[str, int] = {}
 
@@ -232,23 +251,44 @@ def _assemble(body, loops, kinds, defs: dict, guards: list) -> L.Stmt:
         g_lvl = max([lvl(n) for n in names_in(g)] + [-1])
         guard_at.setdefault(g_lvl, []).append(g)
 
-    def wrap(p, s):
-        gs = guard_at.get(p, [])
+    split_at = max((lvl(n) for c in full.values() for n in names_in(c)), default=None)
+
+    def guarded(p, s, skip=()):
+        gs = [g for g in guard_at.get(p, []) if id(g) not in skip]
         if gs:
             c = gs[0]
             for g in gs[1:]:
                 c = c & g
             s = L.IfThenElse(simplify(c), s)
+        return s
+
+    def lets(p, s):
         for name in reversed(_dep_order(at_level.get(p, []), defs)):
             s = L.LetStmt(name, defs[name], s)
         return s
 
-    s = body
-    for p in range(len(loops) - 1, -1, -1):
-        s = wrap(p, s)
-        lp = loops[p]
-        s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[p], s)
-    return wrap(-1, s)
+    def nest(s, lo, hi, skip=()):
+        """``s`` wrapped in the loops ``lo..hi`` (outermost first) and their guards."""
+        for p in range(hi, lo - 1, -1):
+            s = lets(p, guarded(p, s, skip))
+            lp = loops[p]
+            s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[p], s)
+        return s
+
+    if split_at is None:
+        return lets(-1, guarded(-1, nest(body, 0, len(loops) - 1)))
+    steady = guarded(split_at, nest(body, split_at + 1, len(loops) - 1, full), full)
+    tail = guarded(split_at, nest(body, split_at + 1, len(loops) - 1))
+    conds = list(full.values())
+    c = conds[0]
+    for x in conds[1:]:
+        c = c & x
+    s = lets(split_at, L.IfThenElse(simplify(c), steady, tail, steady=True))
+    if split_at < 0:
+        return s
+    lp = loops[split_at]
+    s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[split_at], s)
+    return lets(-1, guarded(-1, nest(s, 0, split_at - 1)))
 
 
 def _dep_order(names: list, defs: dict) -> list:
