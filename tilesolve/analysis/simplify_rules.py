@@ -83,6 +83,11 @@ def B(a: Pat, b: Pat, bind: str) -> Pat:
     return Pat(None, (a, b), bind, lambda e: type(e) is E.BinOp)
 
 
+def above(name: str, n: int) -> Pat:
+    """An integer constant greater than ``n``, bound to ``name``."""
+    return K(name, lambda e: int(e.value) > n)
+
+
 x, y = W("x"), W("y")
 xi, yi = W("x", _int), W("y", _int)
 c, k = K("c"), K("k")
@@ -253,19 +258,18 @@ def decided_by_bounds(s, x, y, e):
     return None if v is None else _ct(x.type, v)
 
 
-@rule(op("div", op("div", xi, K("c", lambda e: int(e.value) > 0)), K("k", lambda e: int(e.value) > 1)))
+@rule(op("div", op("div", xi, above("c", 0)), above("k", 1)))
 def div_of_div(s, x, c, k):
     t, q = x.type, int(c.value) * int(k.value)
     return E.BinOp("div", x, _ct(t, q)) if q <= t.max_value() else None
 
 
-@rule(op("div", xi, K("k", lambda e: int(e.value) > 1)))
+@rule(op("div", xi, above("k", 1)))
 def div_linear(s, x, k):
     """``(x*4 + y + 9) / 4  ->  x + 2 + (y + 1) / 4`` (index arithmetic)."""
-    t, kk = x.type, int(k.value)
-    if not index_type(t):
+    if not index_type(x.type):
         return None
-    terms, cx = s.linear(x)
+    t, kk, (terms, cx) = x.type, int(k.value), s.linear(x)
     q_terms = {i: [a, m // kk] for i, (a, m) in terms.items() if m % kk == 0 and m != 0}
     if not (q_terms or cx >= kk or cx < 0):
         return None
@@ -286,18 +290,17 @@ def mod_in_one_period(s, x, k):
     return None
 
 
-@rule(op("mod", op("mod", xi, K("c", lambda e: int(e.value) > 0)), K("k", lambda e: int(e.value) > 0)))
+@rule(op("mod", op("mod", xi, above("c", 0)), above("k", 0)))
 def mod_of_mod(s, x, c, k):
     return E.BinOp("mod", x, k) if int(c.value) % int(k.value) == 0 else None
 
 
-@rule(op("mod", xi, K("k", lambda e: int(e.value) > 0)))
+@rule(op("mod", xi, above("k", 0)))
 def mod_linear(s, x, k):
     """``(x*8 + y + 9) % 4  ->  (y + 1) % 4`` (index arithmetic)."""
-    t, kk = x.type, int(k.value)
-    if not index_type(t):
+    if not index_type(x.type):
         return None
-    terms, cx = s.linear(x)
+    t, kk, (terms, cx) = x.type, int(k.value), s.linear(x)
     keep = {i: [a, m] for i, (a, m) in terms.items() if m % kk != 0}
     if len(keep) == len(terms) and 0 <= cx < kk:
         return None
