@@ -45,7 +45,7 @@ class Pat:
         names = ", ".join(f"{n!r}: {v}" for n, v in bound.items())
         src = "def m(e):\n" + "".join("    " + ln + "\n" for ln in lines)
         src += f"    return {{{names}}}\n"
-        env = {"E": E, "key_of": key_of, **consts}
+        env = {"key_of": key_of, **consts}
         exec(compile(src, "<pattern>", "exec"), env)
         return env["m"]
 
@@ -70,9 +70,6 @@ class Pat:
                 lines.append(f"if {v} is not {bound[self.name]}: return None")
             else:
                 bound[self.name] = v
-
-    def named(self, name: str) -> "Pat":
-        return Pat(self.key, self.args, name, self.test)
 
 
 def _fields_of(p: Pat, n: int):
@@ -127,7 +124,6 @@ class RuleTable:
         self.by_key: dict[str, list] = {}
         self.trace: set | None = None      # a set: the names of the rules that fire
 
-
     def add(self, pattern: Pat, fn, keys=None) -> None:
         """Add ``(pattern, fn)`` under its root's key, or under each of ``keys``
         (for a root pattern that leaves the op open, like ``W("e")``)."""
@@ -137,10 +133,7 @@ class RuleTable:
 
     def rewrite(self, ctx, e):
         """The first replacement a rule gives for ``e``, or None."""
-        cls = type(e)
-        key = e.op if cls is E.BinOp else ("call:" + e.name if cls is E.Intrinsic
-                                           else cls.__name__)
-        for matcher, fn in self.by_key.get(key, ()):
+        for matcher, fn in self.by_key.get(key_of(e), ()):
             env = matcher(e)
             if env is not None:
                 r = fn(ctx, **env)

@@ -36,7 +36,7 @@ from ...errors import LoweringError
 from ...model import expr as E
 from ...model import ops
 from ...model.types import Type
-from .codegen_lanes import SYMBOLIC, Guarded, LaneEmitter, Ramp, is_varying  # noqa: F401
+from .codegen_lanes import SYMBOLIC, LaneEmitter, Ramp, is_varying  # noqa: F401 (Ramp: re-exported)
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
