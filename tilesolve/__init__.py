@@ -43,6 +43,8 @@ def __getattr__(name):
         "load_spec": ("tilesolve.specs", "load_spec"),
         "HardwareSpec": ("tilesolve.specs", "HardwareSpec"),
         "solve_schedule": ("tilesolve.backend.compile", "solve_schedule"),
+        "autotune": ("tilesolve.tune.autotune", "autotune"),
+        "tune": ("tilesolve.tune", None),
         "Interval": ("tilesolve.analysis.intervals", "Interval"),
         "Box": ("tilesolve.analysis.intervals", "Box"),
         "bounds_of": ("tilesolve.analysis.intervals", "bounds_of"),

@@ -59,8 +59,8 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--apps", type=_list, default=None, metavar="A,B",
                    help="comma-separated app names (default: all)")
     p.add_argument("--methods", type=_list, default=None, metavar="M1,M2",
-                   help=f"comma-separated methods among {', '.join(M.ALL_METHODS)} (default: all; "
-                        "unavailable ones are reported as such)")
+                   help=f"comma-separated methods among {', '.join(M.VALID_METHODS)} (default: "
+                        f"{', '.join(M.ALL_METHODS)}; unavailable ones are reported as such)")
     p.add_argument("--spec", default="host",
                    help="hardware spec name or YAML path (default: host)")
     p.add_argument("--size", choices=SIZES, default="small",
@@ -70,6 +70,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed runs after one warm-up (default: 7)")
     p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
                    help="time limit in seconds for each solver call")
+    p.add_argument("--tune-budget", type=_positive_float, default=M.DEFAULT_TUNE_BUDGET,
+                   metavar="SECONDS",
+                   help="seconds per app for --methods autotune: solving, compiling and timing "
+                        f"candidate schedules (default: {M.DEFAULT_TUNE_BUDGET:g})")
     p.add_argument("--seed", type=_nonneg_int, default=0,
                    help="seed for inputs and solvers (a non-negative integer; default: 0)")
     p.add_argument("--compare-halide", action="store_true",
@@ -104,9 +108,9 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
                 p.error(f"--{opt} {path}: no such folder {folder!r} (the results could not "
                         "be written)")
     if args.methods is not None:
-        bad = [m for m in args.methods if m not in M.ALL_METHODS]
+        bad = [m for m in args.methods if m not in M.VALID_METHODS]
         if bad:
-            p.error(f"unknown method {bad[0]!r}; valid methods: {', '.join(M.ALL_METHODS)}")
+            p.error(f"unknown method {bad[0]!r}; valid methods: {', '.join(M.VALID_METHODS)}")
         if not args.methods:
             p.error("--methods is empty")
     if args.halide_autoschedulers is not None:
@@ -140,7 +144,8 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     opts = BenchOptions(apps=args.apps, methods=args.methods, spec=args.spec, size=args.size,
                         repeat=args.repeat, time_limit=args.time_limit,
                         compare_halide=args.compare_halide,
-                        halide_autoschedulers=args.halide_autoschedulers, seed=args.seed)
+                        halide_autoschedulers=args.halide_autoschedulers, seed=args.seed,
+                        tune_budget=getattr(args, "tune_budget", None))
     reason = _no_gpu_for(opts.spec)
     if reason is not None:
         err.write(f"tilesolve bench: error: spec {opts.spec} is a GPU: timing its CUDA code "
@@ -161,7 +166,8 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     if result.interrupted:
         out.write("INTERRUPTED: the table holds the rows finished before the interruption\n")
     options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat", "time_limit",
-                                             "compare_halide", "halide_autoschedulers", "seed")}
+                                             "compare_halide", "halide_autoschedulers", "seed",
+                                             "tune_budget")}
     options["spec"] = str(opts.spec)
     if args.json:
         write_json(args.json, result.records, result.environment, options)

@@ -7,6 +7,9 @@
   ``compute_root``.
 * ``greedy``, ``ilp``, ``beam``, ``auto``: ``ts.solve_schedule(..., method=name)``
   (``auto`` runs ILP and beam and keeps the cheaper answer in model cost).
+* ``autotune`` (only when asked for: ``--methods autotune``): ``ts.autotune`` with
+  ``--tune-budget`` seconds on the app's inputs; the row is the fastest schedule
+  it measured (its "solve" time is the whole tuning).
 
 ``method_status(name)`` is ``(True, "")`` or ``(False, reason)``; an
 unavailable method is reported in the table with its reason, never dropped.
@@ -16,10 +19,14 @@ from __future__ import annotations
 import importlib
 import time
 
-__all__ = ["ALL_METHODS", "SOLVER_METHODS", "method_status", "naive_schedule", "solve"]
+__all__ = ["ALL_METHODS", "SOLVER_METHODS", "TUNE_METHODS", "VALID_METHODS", "method_status",
+           "naive_schedule", "solve"]
 
 SOLVER_METHODS = ("greedy", "ilp", "beam", "auto")
-ALL_METHODS = ("naive",) + SOLVER_METHODS
+ALL_METHODS = ("naive",) + SOLVER_METHODS          # the default set
+TUNE_METHODS = ("autotune",)                       # run only when named: they take a budget
+VALID_METHODS = ALL_METHODS + TUNE_METHODS
+DEFAULT_TUNE_BUDGET = 30.0
 
 
 def _missing(module: str, attr: str | None = None) -> str | None:
@@ -46,13 +53,16 @@ def reference_status() -> tuple[bool, str]:
 
 def method_status(name: str) -> tuple[bool, str]:
     """``(available, reason)`` for method ``name``."""
-    if name not in ALL_METHODS:
-        raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(ALL_METHODS)}")
+    if name not in VALID_METHODS:
+        raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(VALID_METHODS)}")
     ok, why = compile_status()
     if not ok:
         return False, why
     if name == "naive":
         return True, ""
+    if name == "autotune":
+        why = _missing("tilesolve.tune.autotune", "autotune")
+        return (why is None), (f"autotune unavailable: {why}" if why else "")
     why = _missing("tilesolve.solver", "solve_schedule")
     if why:
         return False, f"solver unavailable: {why}"
@@ -93,12 +103,27 @@ def naive_schedule(pipe):
 
 
 def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = None,
-          seed: int = 0):
-    """``(schedule, wall seconds, predicted cost or None)`` for ``method``."""
+          seed: int = 0, tune_budget: float | None = None, inputs: dict | None = None,
+          tune_progress=False):
+    """``(schedule, wall seconds, predicted cost or None)`` for ``method``.
+
+    ``autotune`` only: ``tune_budget`` seconds (default ``DEFAULT_TUNE_BUDGET``),
+    timed on ``inputs`` (default: random ones), its progress bar logged when
+    ``tune_progress`` (True, or the bench's ``Progress``); the schedule's provenance
+    holds ``tune_summary``."""
     t0 = time.perf_counter()
     if method == "naive":
         sched = naive_schedule(pipe)
         return sched, time.perf_counter() - t0, None
+    if method == "autotune":
+        from ..tune.autotune import autotune
+        res = autotune(pipe, spec, estimates, budget_s=tune_budget or DEFAULT_TUNE_BUDGET,
+                       progress=tune_progress, inputs=inputs, seed=seed)
+        sched = res.schedule
+        sched.provenance = sched.provenance.replace(
+            extra={**sched.provenance.extra, "tune_summary": res.summary()}) if hasattr(
+            sched.provenance, "extra") else dict(sched.provenance, tune_summary=res.summary())
+        return sched, time.perf_counter() - t0, res.best.predicted_cost
     from ..backend.compile import solve_schedule      # with lowering's GPU check
     kwargs = {"estimates": estimates, "method": method, "seed": seed}
     if time_limit is not None:

@@ -33,7 +33,7 @@ from . import methods as M
 from .record import Record, environment
 
 __all__ = ["BenchOptions", "BenchResult", "run_bench", "app_names", "get_app", "compare",
-           "time_runs"]
+           "time_runs", "reusing_output"]
 
 SIZES = ("small", "paper")
 
@@ -49,6 +49,7 @@ class BenchOptions:
     compare_halide: bool = False
     halide_autoschedulers: list | None = None   # None: all of them
     seed: int = 0
+    tune_budget: float | None = None  # seconds per autotune row (None: methods' default)
 
 
 @dataclass
@@ -207,7 +208,7 @@ def time_runs(fn, repeat: int) -> tuple:
     return times, result
 
 
-def _reusing_output(fast, sizes, inputs):
+def reusing_output(fast, sizes, inputs):
     """A call of ``fast.realize`` that writes into the output of its first call, as the
     Halide rows realize into reused buffers: the timed runs compare the code, not the
     page faults of a fresh output (tens of MB at the paper sizes) on every call."""
@@ -323,7 +324,11 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
         limit = f" (time limit {opts.time_limit:g}s)" if opts.time_limit and method != "naive" else ""
         with progress.step(f"{tag}: solving{limit}"):
             sched, rec.solve_s, rec.predicted_cost = M.solve(
-                ar.run.pipeline, method, spec, ar.run.estimates, opts.time_limit, opts.seed)
+                ar.run.pipeline, method, spec, ar.run.estimates, opts.time_limit, opts.seed,
+                **_tune_options(method, opts, ar.run.inputs, progress))
+        summary = (getattr(sched, "provenance", None) or {}).get("tune_summary")
+        if summary:
+            rec.note(summary)
         ar.schedules[method] = sched
         rec.schedule = _schedule_text(sched)
         stage = "compile"
@@ -340,7 +345,8 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
         if ar.separate_check:
             with progress.step(f"{tag}: solving + compiling the small build for the check"):
                 csched, _, _ = M.solve(ar.check.pipeline, method, spec, ar.check.estimates,
-                                       opts.time_limit, opts.seed)
+                                       opts.time_limit, opts.seed,
+                                       **_tune_options(method, opts, ar.check.inputs, progress))
                 ar.check_schedules[method] = csched
                 check_fast = ts.compile(ar.check.pipeline, csched)
             rec.note(f"verified on the small build {getattr(ar.app, 'SMALL_BUILD', {})}")
@@ -350,7 +356,7 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
             ar.verify(rec, check_fast.realize(ar.check.sizes, **ar.check.inputs))
         stage = "run"
         with progress.step(f"{tag}: timing {opts.repeat} runs at {ar.run.sizes}"):
-            times, out = time_runs(_reusing_output(fast, ar.run.sizes, ar.run.inputs),
+            times, out = time_runs(reusing_output(fast, ar.run.sizes, ar.run.inputs),
                                    opts.repeat)
         set_times(rec, times)
         if method == "naive" and opts.size != "small":
@@ -360,6 +366,13 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
         rec.error(stage, exc)
         progress.log(f"{tag}: ERROR in {stage}: {type(exc).__name__}: {exc}")
     return rec
+
+
+def _tune_options(method: str, opts: BenchOptions, inputs: dict, progress) -> dict:
+    """``M.solve``'s autotune options: the budget, the app's inputs, the bench's log."""
+    if method not in M.TUNE_METHODS:
+        return {}
+    return {"tune_budget": opts.tune_budget, "inputs": inputs, "tune_progress": progress}
 
 
 def _bare_record(name, method, opts, env) -> Record:
@@ -392,8 +405,9 @@ def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> Be
         apps = {n: get_app(n) for n in names}
     methods = list(opts.methods or M.ALL_METHODS)
     for m in methods:
-        if m not in M.ALL_METHODS:
-            raise TilesolveError(f"unknown method {m!r}; valid methods: {', '.join(M.ALL_METHODS)}")
+        if m not in M.VALID_METHODS:
+            raise TilesolveError(f"unknown method {m!r}; valid methods: "
+                                 f"{', '.join(M.VALID_METHODS)}")
     if "naive" not in methods:
         progress.log("note: 'naive' is not among the methods, so there is no speedup column")
     with progress.step(f"loading spec {opts.spec}"):

@@ -146,10 +146,18 @@ class GroupCosts:
 
 
 class CostModel:
-    """Memoized costs of (group, tiling) columns for one Problem."""
+    """Memoized costs of (group, tiling) columns for one Problem.
 
-    def __init__(self, problem):
+    ``menu_filter(problem, output, tiling) -> bool``, when given, restricts
+    every group's tiling menu to the tilings it keeps (the untiled column is
+    always kept, so every group still has a fallback): a solver run on such a
+    model answers "the best schedule with tiles of this kind" (``tilesolve.tune``
+    runs the ILP under several menus).  Costs of the columns kept are the same
+    as in the unrestricted model."""
+
+    def __init__(self, problem, menu_filter=None):
         self.problem = problem
+        self.menu_filter = menu_filter
         self.spec = problem.spec
         self._menus: dict = {}
         self._groups: dict = {}
@@ -161,6 +169,9 @@ class CostModel:
         m = self._menus.get(output)
         if m is None:
             tilings = candidate_tilings(self.problem, Group.singleton(output))
+            if self.menu_filter is not None:
+                tilings = [t for t in tilings if t.is_untiled()
+                           or self.menu_filter(self.problem, output, t)]
             m = self._menus[output] = _Menu(self.problem, output, tilings)
         return m
 

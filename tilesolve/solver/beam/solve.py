@@ -79,7 +79,7 @@ def _frozen(space: Space, columns) -> dict:
 def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int = 32,
                passes: int = 3, restarts: int = 0, menu: str = "quick", climb: int = 3,
                fine_top: int = 4, pin_greedy: bool = True, hash_depth: int = -1,
-               settle: bool = True, **unknown):
+               settle: bool = True, *, answers: list | None = None, **unknown):
     """Beam search for a grouping and tilings; returns ``(columns, provenance)``
     like ``solve_ilp``.  Options: ``beam_width`` (states kept per step),
     ``passes`` (1 = coarse pass only; each further pass freezes the cheap
@@ -89,7 +89,12 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
     group), ``fine_top`` (final states costed exactly per pass),
     ``pin_greedy`` (keep greedy's partial answers in the beam),
     ``hash_depth`` (structural hash depth of pass 1; -1: no sampling),
-    ``settle`` (cost closed groups exactly during the search)."""
+    ``settle`` (cost closed groups exactly during the search).
+
+    ``answers`` (keyword only, not a user option of ``solve_schedule``): a list
+    to which every exact answer the passes cost is appended, in the order
+    found (the ``fine_top`` best final states of each pass), so a caller such
+    as ``tilesolve.tune`` can use more of the final beam than its best state."""
     if unknown:
         raise SolverError(f"unknown beam option {sorted(unknown)[0]!r}; expected beam_width, "
                           "passes, restarts, menu, climb, fine_top, pin_greedy, hash_depth or settle")
@@ -118,6 +123,8 @@ def solve_beam(model, time_limit: float = 10.0, seed: int = 0, beam_width: int =
                            settle=settle)
         for s in finals[:fine_top]:
             cols = _columns(space, search, s)
+            if answers is not None:
+                answers.append(cols)
             key = _score(cols) + (s.key,)
             if best_key is None or key < best_key:
                 best_cols, best_key = cols, key

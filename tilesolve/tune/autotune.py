@@ -1,0 +1,384 @@
+"""``ts.autotune``: solve for many schedules, measure them here, keep the fastest.
+
+    res = ts.autotune(pipe, "host", estimates={"blur_y": [640, 480]}, budget_s=30)
+    res.schedule          # the fastest schedule measured (checked against the reference)
+    res.records           # every schedule measured: source, predicted cost, ms or error
+    res.spearman          # how well the cost model ranked them (rank correlation)
+
+Why: the cost model ranks schedules well but not perfectly; the best-predicted
+schedule is often not the fastest on a given machine.  Steps, within ``budget_s``:
+
+1. gather candidates (``candidates.Gatherer``, up to ``GATHER_SHARE`` of the
+   budget): greedy, beam's final beams, the ILP on several tiling menus, and
+   neighbours of the best of them; deduplicated by canonical schedule text;
+2. measure them in order (greedy and the best-predicted first, always; then the
+   solvers' own answers, then by predicted cost) until the budget is spent: each
+   is compiled, run on random inputs of the estimated sizes (or ``inputs=``) as
+   ``tilesolve bench`` times (``bench.runner.time_runs``: one warm-up, the minimum
+   of a few runs into the same output buffer), and checked once against
+   ``ts.reference`` (at the tuned size when that is cheap, else at a small size);
+   a schedule that fails to compile, raises or differs is recorded as failed and
+   never chosen;
+3. every measurement goes to the tuning database (``db.py``); a later call with
+   the same key reuses them: known schedules are not measured again, and the
+   stored ones (the best among them) are candidates too.
+
+The measurements also serve to refit the cost model: ``TuneResult.samples()``
+and :func:`refit` hand them to ``tilesolve.tune.fit.fit_spec``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SolverError, TilesolveError
+from .measure import Bench
+
+__all__ = ["autotune", "refit", "TuneResult", "TuneRecord", "spearman"]
+
+GATHER_SHARE = 0.4         # of the budget, at most, for the solvers
+
+
+@dataclass
+class TuneRecord:
+    """One schedule tried: where it came from, what the model said, what it measured."""
+
+    schedule: object                  # a Schedule of the tuned pipeline
+    source: str                       # the first generator that produced it
+    predicted_cost: float | None      # cost-model units; None: a change the model ignores
+    measured_ms: float | None         # fastest run, milliseconds; None when it failed
+    error: str | None = None          # why it failed (compile, run or reference check)
+    sources: tuple = ()               # every generator that produced it
+    reused: bool = False              # from the database: not measured in this call
+    run_ms: tuple = ()                # every timed run of this call
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.measured_ms is not None
+
+
+@dataclass
+class TuneResult:
+    """What ``autotune`` found (see the module docstring)."""
+
+    schedule: object                  # the fastest schedule measured
+    records: list                     # of TuneRecord, in measuring order
+    spearman: float | None            # rank correlation, predicted cost vs measured ms
+    best_ms: float                    # its time
+    measured_now: int = 0             # schedules compiled and timed by this call
+    skipped: int = 0                  # candidates left unmeasured when the budget ran out
+    key: str | None = None            # the database key (None without a database)
+    db_path: str | None = None
+    elapsed_s: float = 0.0
+    pipeline: object = None
+    estimates: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    @property
+    def best(self) -> TuneRecord:
+        return min((r for r in self.records if r.ok), key=lambda r: r.measured_ms)
+
+    def samples(self) -> list:
+        """``(pipeline, schedule, estimates, measured_ms)`` per successful record:
+        what ``tilesolve.tune.fit.fit_spec`` takes."""
+        return [(self.pipeline, r.schedule, dict(self.estimates), r.measured_ms)
+                for r in self.records if r.ok]
+
+    def summary(self) -> str:
+        """One line: how many were measured, the winner, the rank correlation."""
+        rho = "n/a" if self.spearman is None else f"{self.spearman:.2f}"
+        ok = sum(r.ok for r in self.records)
+        return (f"autotune: {ok} schedules measured ({self.measured_now} now, "
+                f"{len(self.records) - ok} failed, {self.skipped} left unmeasured), fastest "
+                f"{self.best_ms:.4g} ms from {self.best.source}; spearman {rho}")
+
+    def table(self) -> str:
+        """The records, fastest first, as text."""
+        rows = sorted(self.records, key=lambda r: (not r.ok, r.measured_ms or 0.0))
+        out = [f"{'ms':>10} {'predicted':>12}  source"]
+        for r in rows:
+            ms = f"{r.measured_ms:10.4g}" if r.ok else f"{'failed':>10}"
+            pc = "-" if r.predicted_cost is None else f"{r.predicted_cost:.6g}"
+            tail = f"  ({r.error})" if r.error else (" (stored)" if r.reused else "")
+            out.append(f"{ms} {pc:>12}  {r.source}{tail}")
+        return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Spearman's rank correlation, with numpy only
+# ---------------------------------------------------------------------------
+def _ranks(a) -> np.ndarray:
+    """Ranks 1..n, ties sharing the average of their ranks."""
+    a = np.asarray(a, dtype=np.float64)
+    order = np.argsort(a, kind="mergesort")
+    ranks = np.empty(len(a), dtype=np.float64)
+    ranks[order] = np.arange(1, len(a) + 1)
+    _, inverse, counts = np.unique(a, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / counts[inverse]
+
+
+def spearman(x, y) -> float | None:
+    """Spearman's rank correlation of ``x`` and ``y`` (Pearson's of their ranks,
+    ties averaged); None with fewer than 3 pairs or when either side is constant."""
+    if len(x) != len(y):
+        raise ValueError(f"spearman: {len(x)} values against {len(y)}")
+    if len(x) < 3:
+        return None
+    rx, ry = _ranks(x), _ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    den = math.sqrt(float((rx * rx).sum()) * float((ry * ry).sum()))
+    return None if den == 0 else float((rx * ry).sum()) / den
+
+
+# ---------------------------------------------------------------------------
+# Arguments
+# ---------------------------------------------------------------------------
+def _check_arguments(pipeline, estimates, budget_s, progress, k, inputs) -> None:
+    from ..model.func import Func
+    from ..model.pipeline import Pipeline
+    if not isinstance(pipeline, Pipeline):
+        hint = " (wrap it: ts.Pipeline(f))" if isinstance(pipeline, Func) else ""
+        raise SolverError(f"autotune: pipeline must be a Pipeline, got "
+                          f"{type(pipeline).__name__}{hint}")
+    if (isinstance(budget_s, bool) or not isinstance(budget_s, (int, float))
+            or not math.isfinite(budget_s) or budget_s <= 0):
+        raise SolverError(f"autotune: budget_s must be a positive number of seconds, got "
+                          f"{budget_s!r}")
+    if not isinstance(estimates, dict):
+        raise SolverError(f"autotune: estimates must be a dict mapping output (and input) names "
+                          f"to sizes, innermost first, e.g. {{'out': [640, 480]}}; got "
+                          f"{type(estimates).__name__} {estimates!r}")
+    for name in estimates:
+        if name not in pipeline.output_names and name not in pipeline.images:
+            what = ("an intermediate Func, not an output" if name in pipeline.funcs
+                    else "not a name in the pipeline")
+            raise SolverError(f"autotune: estimates names {name!r}, {what}; outputs: "
+                              f"{', '.join(pipeline.output_names)}; inputs: "
+                              f"{', '.join(pipeline.images) or '(none)'}")
+    missing = [o for o in pipeline.output_names if o not in estimates]
+    if missing:
+        raise SolverError(f"autotune: estimates lacks the output {missing[0]!r} (every output "
+                          "needs sizes)")
+    if not isinstance(progress, bool) and not callable(getattr(progress, "log", None)):
+        raise SolverError(f"autotune: progress must be True or False (or a "
+                          f"tilesolve.bench.progress.Progress), got {progress!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise SolverError(f"autotune: k must be a positive int, got {k!r}")
+    if inputs is not None and not isinstance(inputs, dict):
+        raise SolverError(f"autotune: inputs must be a dict of arrays and Param values by "
+                          f"name, got {type(inputs).__name__}")
+
+
+def _spec(spec):
+    from ..specs import load_spec
+    s = load_spec(spec)
+    if s.is_gpu:
+        raise SolverError(f"autotune: spec {s.name!r} is a GPU; autotune measures schedules on "
+                          "this machine's CPU, so it takes a CPU spec (e.g. 'host')")
+    return s
+
+
+# ---------------------------------------------------------------------------
+# autotune
+# ---------------------------------------------------------------------------
+def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
+             progress: bool = True, *, inputs: dict | None = None, k: int = 4,
+             seed: int = 0) -> TuneResult:
+    """Measure schedules from every solver (and their neighbours) within ``budget_s``
+    seconds and return the fastest (a :class:`TuneResult`).
+
+    ``spec``: a CPU spec (name, path or HardwareSpec) the solvers plan for.
+    ``estimates``: output (and input) sizes, innermost first; the schedules are timed
+    at these sizes.  ``db``: None (``tune.sqlite`` in the compile cache directory),
+    False (no database) or a file path.  ``progress``: a bar on stderr (or a
+    ``bench.progress.Progress`` to log into).  ``inputs``:
+    arrays and Param values to time with (default: random arrays of the estimated
+    sizes, Params at their defaults).  ``k``: answers kept per solver and neighbour
+    bases.  ``seed``: solvers' and random inputs' seed.
+    """
+    from ..bench.progress import Progress
+    from ..solver.problem import Problem
+    from .db import open_db, pipeline_json, tuning_key
+    t0 = time.perf_counter()
+    estimates = {} if estimates is None else estimates
+    _check_arguments(pipeline, estimates, budget_s, progress, k, inputs)
+    spec = _spec(spec)
+    deadline = t0 + float(budget_s)
+    log = progress if not isinstance(progress, bool) else Progress(enabled=progress)
+    try:
+        problem = Problem(pipeline, spec, estimates)
+    except SolverError as e:
+        raise SolverError(f"autotune: estimates: {e}") from None
+    bench = Bench(pipeline, problem, inputs, seed, budget_s)
+    store = open_db(db)
+    key, stored = None, {}
+    if store is not None:
+        text = pipeline_json(pipeline)
+        key = tuning_key(text, bench.sizes_key(), spec, bench.threads)
+        store.add_tuning(key, text, bench.sizes_key(), spec, bench.threads)
+        stored = {m.schedule_hash: m for m in store.measurements(key)}
+    try:
+        cands, notes = _gather(problem, k, seed, t0, budget_s, stored, pipeline, log)
+        result = _measure_all(cands, stored, bench, store, key, deadline, log)
+    finally:
+        if store is not None:
+            store.close()
+    result.notes = notes
+    result.key, result.db_path = key, (str(store.path) if store is not None else None)
+    result.pipeline, result.estimates = pipeline, bench.sizes_key()
+    result.elapsed_s = time.perf_counter() - t0
+    log.log(result.summary())
+    return result
+
+
+def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
+    """Candidates in measuring order: ``(list of (Candidate, mandatory), notes)``."""
+    from ..model.schedule import Schedule
+    from .candidates import MENUS, Gatherer
+    g = Gatherer(problem, k=k, seed=seed)
+    stop = t0 + GATHER_SHARE * budget_s
+
+    def left() -> float:
+        return stop - time.perf_counter()
+
+    log.log("autotune: gathering candidates (greedy, beam, ILP menus, neighbours)")
+    greedy = g.greedy()
+    if left() > 0:
+        g.beam(min(left() / 4, 5.0))
+    for menu in (None,) + tuple(MENUS):
+        if left() <= 0:
+            break
+        g.ilp(menu, min(left() / 2, 10.0))
+    for base in g.bases():
+        if left() <= 0:
+            break
+        g.neighbours(base, stop)
+    for base in g.bases()[:2]:
+        if left() > 0:
+            g.variants(base)
+    # the stored schedules, the best one first
+    known = sorted(stored.values(), key=lambda m: (m.measured_ms is None or m.error is not None,
+                                                   m.measured_ms or 0.0))
+    for m in known:
+        if m.schedule_hash in g.found:
+            continue
+        try:
+            s = Schedule.from_json(m.schedule_json, pipeline)
+        except TilesolveError as e:
+            g.notes.append(f"stored schedule {m.schedule_hash[:10]} no longer builds: {e}")
+            continue
+        g.add_schedule(s, m.source, m.predicted_cost)
+    cands = g.candidates()
+    modelled = [c for c in cands if c.predicted_cost is not None]
+    best_pred = min(modelled, key=lambda c: (c.predicted_cost, c.hash)) if modelled else None
+    first = [c for c in (greedy, best_pred) if c is not None]
+    heads = [c for c in (g.by_source("beam"), g.by_source("ilp")) if c is not None]
+    order, seen = [], set()
+    for c in first + heads + sorted(cands, key=lambda c: (c.order_cost, c.predicted_cost is None)):
+        if c.hash not in seen:
+            seen.add(c.hash)
+            order.append((c, c in first))
+    log.log(f"autotune: {len(order)} distinct candidates in "
+            f"{time.perf_counter() - t0:.1f}s ({len(stored)} known from the database)")
+    return order, list(g.notes)
+
+
+def _measure_all(order, stored, bench, store, key, deadline, log) -> TuneResult:
+    records, measured, skipped = [], 0, 0
+    total = len(order)
+    for i, (c, mandatory) in enumerate(order):
+        known = stored.get(c.hash)
+        if known is not None:
+            records.append(TuneRecord(c.schedule, c.source, c.predicted_cost, known.measured_ms,
+                                      known.error, tuple(c.sources), reused=True))
+            continue
+        if not mandatory and time.perf_counter() >= deadline:
+            skipped += 1
+            continue
+        ms, runs, error = bench.measure(c.schedule)
+        measured += 1
+        rec = TuneRecord(c.schedule, c.source, c.predicted_cost, ms, error, tuple(c.sources),
+                         run_ms=tuple(runs))
+        records.append(rec)
+        if store is not None:
+            store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost, ms, error)
+        _bar(log, i + 1, total, records)
+    ok = [r for r in records if r.ok]
+    if not ok:
+        errors = "; ".join(f"{r.source}: {r.error}" for r in records[:3])
+        raise TilesolveError(f"autotune: no schedule compiled and matched the reference "
+                             f"({errors})")
+    best = min(ok, key=lambda r: r.measured_ms)
+    pairs = [(r.predicted_cost, r.measured_ms) for r in ok
+             if r.predicted_cost is not None and math.isfinite(r.predicted_cost)]
+    rho = spearman([p for p, _ in pairs], [m for _, m in pairs])
+    return TuneResult(_tuned(best), records, rho, best.measured_ms, measured, skipped)
+
+
+def _bar(log, done: int, total: int, records) -> None:
+    ok = [r for r in records if r.ok]
+    width = 24
+    fill = round(width * done / max(total, 1))
+    best = min(ok, key=lambda r: r.measured_ms) if ok else None
+    tail = f", fastest {best.measured_ms:.4g} ms ({best.source})" if best else ""
+    log.log(f"autotune [{'#' * fill}{'.' * (width - fill)}] {done}/{total}{tail}")
+
+
+def _tuned(rec: TuneRecord):
+    """A copy of the winner whose provenance says it was tuned, and from what."""
+    from ..solver.provenance import Provenance
+    s = rec.schedule.copy()
+    extra = {"tune_source": rec.source, "measured_ms": round(rec.measured_ms, 6)}
+    prov = s.provenance
+    if isinstance(prov, Provenance):
+        s.provenance = prov.replace(method="autotune", extra={**prov.extra, **extra})
+    else:
+        s.provenance = dict(prov or {}, method="autotune", **extra)
+    return s
+
+
+# ---------------------------------------------------------------------------
+# Refitting the cost model
+# ---------------------------------------------------------------------------
+def db_samples(db_path) -> list:
+    """Every successful measurement of the database at ``db_path`` as
+    ``(pipeline, schedule, estimates, measured_ms)`` (pipelines rebuilt from the
+    database, one object per tuned pipeline)."""
+    from pathlib import Path
+
+    from ..model.schedule import Schedule
+    from .db import TuneDB, pipeline_from_json
+    if not isinstance(db_path, (str, bytes)) and not hasattr(db_path, "__fspath__"):
+        raise TilesolveError(f"refit: db_path must be a path, got {db_path!r}")
+    if not Path(db_path).is_file():
+        raise TilesolveError(f"refit: db_path {str(db_path)!r} is not a file (autotune writes "
+                             "the database; see TuneResult.db_path)")
+    store = TuneDB(db_path)
+    try:
+        rows = store.sample_rows()
+    finally:
+        store.close()
+    pipes, out = {}, []
+    for ptext, etext, stext, ms, _key in rows:
+        pipe = pipes.get(ptext)
+        if pipe is None:
+            pipe = pipes[ptext] = pipeline_from_json(ptext)
+        try:
+            sched = Schedule.from_json(stext, pipe)
+        except TilesolveError:
+            continue                       # written by a version whose schedules differ
+        out.append((pipe, sched, json.loads(etext), float(ms)))
+    return out
+
+
+def refit(db_path, spec):
+    """Refit ``spec``'s cost-model parameters to the measurements in the database at
+    ``db_path``: ``tilesolve.tune.fit.fit_spec(spec, samples)`` -> ``(new_spec, report)``."""
+    from ..specs import load_spec
+    from .fit import fit_spec
+    return fit_spec(load_spec(spec), db_samples(db_path))
