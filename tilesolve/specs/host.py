@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Sequence, Set
 
 from .spec import HardwareSpec
 
-__all__ = ["detect_host", "measure_memory_bandwidth", "DEFAULT_BANDWIDTH_GBS"]
+__all__ = ["detect_host", "measure_memory_bandwidth", "host_fingerprint", "DEFAULT_BANDWIDTH_GBS",
+           "CALIBRATED_FILE", "FINGERPRINT_PREFIX"]
 
 DEFAULT_BANDWIDTH_GBS = 10.0  # conservative: below any DDR4 dual-channel system
 DEFAULT_CACHES = (  # conservative L1d and L2 when sysfs says nothing
@@ -33,6 +34,8 @@ LOAD_COST = 40.0  # Halide's Mullapudi2016 default "balance"
 VECTOR_MULTIPLE = 2  # two vector pipes on common cores: keep both busy
 CACHE_FILE = "host.json"
 CACHE_FORMAT = 1
+CALIBRATED_FILE = "host.yaml"  # written by `tilesolve calibrate` beside CACHE_FILE
+FINGERPRINT_PREFIX = "# machine: "  # the calibrated file's line naming the machine it describes
 
 
 def _read(path: Path) -> Optional[str]:
@@ -169,6 +172,28 @@ def _fingerprint(model: str, threads: int) -> str:
     return f"{platform.node()}|{platform.machine()}|{model}|{threads}"
 
 
+def _model_name(info: Dict[str, List[str]]) -> str:
+    return (info.get("model name") or info.get("hardware") or [""])[0] or \
+        platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _usable_cpus(cpus: Optional[Sequence[int]]) -> List[int]:
+    if cpus is None:
+        try:
+            cpus = sorted(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cpus = list(range(os.cpu_count() or 1))
+    return sorted(cpus) or [0]
+
+
+def host_fingerprint(*, cpuinfo: Path = Path("/proc/cpuinfo"),
+                     cpus: Optional[Sequence[int]] = None) -> str:
+    """What identifies this machine in the caches: host name, architecture, CPU model
+    and usable threads (a cached measurement or calibration of another is ignored)."""
+    info = _cpuinfo_fields(_read(Path(cpuinfo)) or "")
+    return _fingerprint(_model_name(info), len(_usable_cpus(cpus)))
+
+
 def _cached_bandwidth(cache_dir: Path, fingerprint: str) -> Optional[float]:
     try:
         data = json.loads((cache_dir / CACHE_FILE).read_text())
@@ -223,16 +248,10 @@ def detect_host(*, measure_bandwidth: bool = True, cache_dir: Optional[Path] = N
     can point detection at a fake machine.
     """
     sys_cpu, cpuinfo = Path(sys_cpu), Path(cpuinfo)
-    if cpus is None:
-        try:
-            cpus = sorted(os.sched_getaffinity(0))
-        except AttributeError:  # not Linux
-            cpus = list(range(os.cpu_count() or 1))
-    cpus = sorted(cpus) or [0]
+    cpus = _usable_cpus(cpus)
     info = _cpuinfo_fields(_read(cpuinfo) or "")
     flags = set(" ".join(info.get("flags", []) + info.get("features", [])).split())
-    model = (info.get("model name") or info.get("hardware") or [""])[0] or \
-        platform.processor() or platform.machine() or "unknown CPU"
+    model = _model_name(info)
     threads = len(cpus)
     cores = _count_cores(sys_cpu, cpus)
     caches = _detect_caches(sys_cpu, cpus[0]) or [dict(c) for c in DEFAULT_CACHES]

@@ -1,7 +1,8 @@
 """Load, list and write hardware specs.
 
 ``load_spec`` accepts a shipped spec's name (``"h100"``), ``"host"`` (the
-machine this runs on, detected), a path to a YAML file, or a HardwareSpec
+machine this runs on: its calibrated spec if ``tilesolve calibrate`` wrote one
+for this machine, else detected), a path to a YAML file, or a HardwareSpec
 (returned as is).  Shipped specs live in ``tilesolve/specs/data/*.yaml``.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..errors import SpecError
 from .spec import HardwareSpec
 
 __all__ = ["load_spec", "list_specs", "spec_to_yaml", "spec_from_yaml", "require_kind",
-           "default_cache_dir", "HOST"]
+           "default_cache_dir", "calibrated_host", "HOST"]
 
 HOST = "host"
 _SUFFIXES = (".yaml", ".yml")
@@ -92,15 +93,45 @@ def default_cache_dir(environ: Optional[dict] = None) -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "tilesolve"
 
 
+def calibrated_host(cache_dir: Union[str, "os.PathLike[str]"]) -> Optional[HardwareSpec]:
+    """The spec ``tilesolve calibrate`` wrote for this machine in ``cache_dir``, or
+    None (no file, or one whose ``# machine:`` line names another machine).
+
+    A file for this machine that does not load raises :class:`SpecError` naming
+    it: run ``tilesolve calibrate`` again, or delete the file."""
+    from .host import CALIBRATED_FILE, FINGERPRINT_PREFIX, host_fingerprint
+
+    path = Path(cache_dir) / CALIBRATED_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read the calibrated host spec: {exc}") from None
+    machine = next((line[len(FINGERPRINT_PREFIX):].strip() for line in text.splitlines()
+                    if line.startswith(FINGERPRINT_PREFIX)), None)
+    if machine != host_fingerprint():
+        return None
+    try:
+        return spec_from_yaml(text, str(path))
+    except SpecError as exc:
+        raise SpecError(f"{exc} (a calibrated host spec: run `tilesolve calibrate` again, "
+                        "or delete the file to use the detected host)") from None
+
+
 def load_spec(name_or_path: Union[str, "os.PathLike[str]", HardwareSpec], *,
               measure_bandwidth: bool = True,
-              cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> HardwareSpec:
+              cache_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+              calibrated: bool = True) -> HardwareSpec:
     """Return the HardwareSpec for a name, a YAML path, ``"host"`` or a spec.
 
     * a :class:`HardwareSpec` is returned as is;
-    * ``"host"`` detects this machine; its memory bandwidth is measured once
-      (unless ``measure_bandwidth=False``) and cached under ``cache_dir``
-      (default: ``$TILESOLVE_CACHE_DIR`` or ``~/.cache/tilesolve``);
+    * ``"host"``: the spec ``tilesolve calibrate`` wrote for this machine under
+      ``cache_dir`` (``host.yaml``), if there is one and ``calibrated`` and
+      ``measure_bandwidth`` are true; else this machine, detected: its memory
+      bandwidth is measured once (unless ``measure_bandwidth=False``) and cached
+      under ``cache_dir`` (default: ``$TILESOLVE_CACHE_DIR``, see
+      :func:`default_cache_dir`);
     * a shipped name (see :func:`list_specs`, case-insensitive) loads
       ``data/<name>.yaml``;
     * anything else is read as a path to a YAML file.
@@ -122,6 +153,10 @@ def load_spec(name_or_path: Union[str, "os.PathLike[str]", HardwareSpec], *,
             from .host import detect_host
 
             directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+            if calibrated and measure_bandwidth:
+                spec = calibrated_host(directory)
+                if spec is not None:
+                    return spec
             return detect_host(measure_bandwidth=measure_bandwidth, cache_dir=directory)
         if key in list_specs(include_host=False):
             return _load_shipped(key)

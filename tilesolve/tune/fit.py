@@ -1,0 +1,252 @@
+"""Fit the cost model's free parameters to measured run times.
+
+``fit_spec(spec, samples) -> (new_spec, FitReport)``; each sample is
+``(pipeline, schedule, estimates, measured_ms)`` with a *solved* schedule (its
+``provenance.groups`` names the (group, tiling) columns the model prices; see
+``solver.predict``).
+
+What is fitted, and why this way
+--------------------------------
+On a CPU spec the model's cost of a fixed schedule is linear in ``load_cost``:
+every term but ``loads`` and ``stores`` is independent of it, and those two are
+``load_cost`` times a number of words.  So each sample is priced **once**, with
+the starting spec, and split into ``compute`` (arithmetic, lanes, registers,
+reductions, L1, parallel waves, tile overhead) and ``words`` (memory traffic);
+for any ``load_cost`` L the prediction is ``compute + L * words`` and the time
+is ``scale * (compute + L * words)``:
+
+* ``load_cost``, the balance between memory and arithmetic: a 1-D search on
+  log L (a log grid, then golden-section refinement);
+* ``scale`` (milliseconds per cost unit): for a given L the best log-scale is
+  the mean log residual, in closed form.
+
+The error minimised is the RMS of the natural-log residual (a ratio: 0.1 is
+about 10 % off), so fast and slow samples weigh alike.  ``load_cost`` moves
+only when the data support it: enough samples, and a memory share of the
+predicted cost that varies between them (otherwise any L fits as well as any
+other); the report says why it did not move.  On a GPU spec only the scale is
+fitted (its model has no ``load_cost``).
+
+The CPU model reads no other continuous spec field: cores, threads, caches,
+vector width and the parallelism threshold are hardware facts or hard
+constraints of the solver, not weights, so they are not fitted here.
+
+No scipy: numpy and a few hundred evaluations of a closed form.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..errors import TilesolveError
+
+__all__ = ["fit_spec", "FitReport", "price_samples", "spearman", "PricedSample"]
+
+MIN_SAMPLES_FOR_LOAD_COST = 4
+MIN_MEMORY_SHARE_SPREAD = 0.05   # below: every load_cost explains the data as well
+LOAD_COST_RANGE = (0.25, 4000.0)
+_GRID = 241
+
+
+@dataclass(frozen=True)
+class PricedSample:
+    """One sample priced with the starting spec: ``compute + L * words`` cost units."""
+
+    compute: float
+    words: float
+    measured_ms: float
+
+
+@dataclass
+class FitReport:
+    """What ``fit_spec`` fitted and how well the model explains the samples.
+
+    Errors are RMS natural-log residuals with the best scale for each
+    ``load_cost`` (before: the starting spec's ``load_cost``); Spearman
+    correlations are between predicted cost and measured time.
+    """
+
+    n_samples: int
+    fitted: Tuple[str, ...]
+    load_cost_before: Optional[float]
+    load_cost_after: Optional[float]
+    scale_ms_per_unit: float
+    log_error_before: float
+    log_error_after: float
+    spearman_before: float
+    spearman_after: float
+    load_cost_range: Optional[Tuple[float, float]] = None
+    notes: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        """One line: the fitted values and the error before and after."""
+        parts = [f"{self.n_samples} samples"]
+        if self.load_cost_after is not None:
+            moved = "fitted" if "load_cost" in self.fitted else "kept"
+            parts.append(f"load_cost {self.load_cost_before:g} -> {self.load_cost_after:.4g} "
+                         f"({moved})")
+        parts.append(f"scale {self.scale_ms_per_unit:.4g} ms/unit")
+        parts.append(f"log-error {self.log_error_before:.3f} -> {self.log_error_after:.3f}")
+        parts.append(f"Spearman {self.spearman_before:.3f} -> {self.spearman_after:.3f}")
+        return ", ".join(parts)
+
+
+def _ranks(v: np.ndarray) -> np.ndarray:
+    """Ranks from 1, ties given their average rank."""
+    order = np.argsort(v, kind="mergesort")
+    ranks = np.empty(len(v), dtype=float)
+    sv = v[order]
+    i = 0
+    while i < len(v):
+        j = i
+        while j + 1 < len(v) and sv[j + 1] == sv[i]:
+            j += 1
+        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
+        i = j + 1
+    return ranks
+
+
+def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    """Spearman rank correlation of ``a`` and ``b`` (nan if either is constant)."""
+    ra, rb = _ranks(np.asarray(a, dtype=float)), _ranks(np.asarray(b, dtype=float))
+    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def price_samples(spec, samples) -> List[PricedSample]:
+    """Price every sample once with ``spec``: its compute part and its memory words.
+
+    Samples that share a pipeline and estimates share one ``Problem``."""
+    from ..solver.cost import CostModel
+    from ..solver.predict import cost_of_terms, schedule_costs
+    from ..solver.problem import Problem
+
+    models: dict = {}
+    out = []
+    for i, sample in enumerate(samples):
+        try:
+            pipeline, schedule, estimates, ms = sample
+        except (TypeError, ValueError):
+            raise TilesolveError(f"fit_spec: sample {i} must be (pipeline, schedule, estimates, "
+                                 f"measured_ms), got {sample!r}") from None
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0 \
+                or not math.isfinite(ms):
+            raise TilesolveError(f"fit_spec: sample {i}: measured_ms must be a positive "
+                                 f"number, got {ms!r}")
+        key = (id(pipeline), repr(sorted((k, list(v)) for k, v in (estimates or {}).items())))
+        model = models.get(key)
+        if model is None:
+            model = models[key] = CostModel(Problem(pipeline, spec, estimates))
+        costs = schedule_costs(model, schedule)
+        total = sum(cost_of_terms(c) for c in costs)
+        if spec.is_gpu:
+            out.append(PricedSample(total, 0.0, float(ms)))
+            continue
+        memory = sum(c.loads + c.stores for c in costs)
+        out.append(PricedSample(total - memory, memory / spec.load_cost, float(ms)))
+    return out
+
+
+def _fit_scale(pred: np.ndarray, y: np.ndarray) -> Tuple[float, float]:
+    """(RMS log error, best log-scale) of predictions ``pred`` against log times ``y``."""
+    r = y - np.log(pred)
+    shift = float(r.mean())
+    return float(np.sqrt(np.mean((r - shift) ** 2))), shift
+
+
+def _search_load_cost(compute, words, y) -> Tuple[float, float, Tuple[float, float]]:
+    """Best L on a log grid, refined by golden section: (L, error, near-best range)."""
+    lo, hi = math.log(LOAD_COST_RANGE[0]), math.log(LOAD_COST_RANGE[1])
+    grid = np.linspace(lo, hi, _GRID)
+    errs = np.array([_fit_scale(compute + math.exp(g) * words, y)[0] for g in grid])
+    k = int(np.argmin(errs))
+    a, b = grid[max(0, k - 1)], grid[min(len(grid) - 1, k + 1)]
+    phi = (math.sqrt(5) - 1) / 2
+    f = lambda g: _fit_scale(compute + math.exp(g) * words, y)[0]  # noqa: E731
+    c, d = b - phi * (b - a), a + phi * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(60):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - phi * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + phi * (b - a)
+            fd = f(d)
+    g = (a + b) / 2
+    best_err = f(g)
+    near = grid[errs <= best_err * 1.05 + 1e-3]
+    span = (math.exp(min(near.min(), g)), math.exp(max(near.max(), g)))
+    return math.exp(g), best_err, span
+
+
+def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
+    """Fit ``spec``'s free cost parameters to ``samples``; returns ``(new_spec, FitReport)``.
+
+    ``samples``: ``(pipeline, schedule, estimates, measured_ms)`` tuples; each
+    schedule must be a solved one (``provenance.groups``).  ``overhead_ms``: a
+    fixed cost of each measured call outside the compiled code (argument checks,
+    Python), subtracted from every time first (times are kept at least 1 % of
+    what they were).  ``new_spec`` is ``spec`` with the fitted ``load_cost``
+    (CPU); the scale has no spec field and lives in the report.
+    """
+    from ..specs import load_spec
+    spec = load_spec(spec)
+    samples = list(samples)
+    if not samples:
+        raise TilesolveError("fit_spec: no samples to fit (expected a list of (pipeline, "
+                             "schedule, estimates, measured_ms))")
+    priced = price_samples(spec, samples)
+    compute = np.array([p.compute for p in priced])
+    words = np.array([p.words for p in priced])
+    ms = np.array([p.measured_ms for p in priced])
+    ms = np.maximum(ms - float(overhead_ms), 0.01 * ms)
+    y = np.log(ms)
+    notes: List[str] = []
+    if spec.is_gpu:
+        err, shift = _fit_scale(compute, y)
+        rho = spearman(compute, ms)
+        notes.append("GPU spec: only the scale is fitted (the GPU model has no load_cost)")
+        return spec, FitReport(len(priced), ("scale",), None, None, math.exp(shift), err, err,
+                               rho, rho, None, notes)
+    L0 = float(spec.load_cost)
+    pred0 = compute + L0 * words
+    if np.any(pred0 <= 0):
+        raise TilesolveError("fit_spec: a sample's predicted cost is not positive; is its "
+                             "schedule empty?")
+    err0, shift0 = _fit_scale(pred0, y)
+    rho0 = spearman(pred0, ms)
+    share = L0 * words / pred0
+    L, err, span, fitted = L0, err0, None, ("scale",)
+    if len(priced) < MIN_SAMPLES_FOR_LOAD_COST:
+        notes.append(f"load_cost kept: {len(priced)} samples, at least "
+                     f"{MIN_SAMPLES_FOR_LOAD_COST} are needed")
+    elif not np.any(words > 0) or share.max() - share.min() < MIN_MEMORY_SHARE_SPREAD:
+        notes.append("load_cost kept: the memory share of the predicted cost hardly varies "
+                     f"between samples ({share.min():.2f}..{share.max():.2f}); every "
+                     "load_cost explains them alike")
+    else:
+        L, err, span = _search_load_cost(compute, words, y)
+        fitted = ("load_cost", "scale")
+        if L <= LOAD_COST_RANGE[0] * 1.01 or L >= LOAD_COST_RANGE[1] * 0.99:
+            notes.append(f"load_cost kept: the best fit ({L:.4g}, log-error {err:.3f}) is at "
+                         f"the edge of the searched range {LOAD_COST_RANGE}, so the samples "
+                         "are explained by something else than the balance of memory and "
+                         "arithmetic (other load on the machine, or a term the model lacks)")
+            L, err, fitted = L0, err0, ("scale",)
+        elif err > err0:     # cannot happen (L0 lies in the range) but never make it worse
+            L, err, fitted = L0, err0, ("scale",)
+    pred = compute + L * words
+    _, shift = _fit_scale(pred, y)
+    new_spec = spec.replace(load_cost=round(L, 3)) if "load_cost" in fitted else spec
+    report = FitReport(len(priced), fitted, L0, round(L, 3) if "load_cost" in fitted else L0,
+                       math.exp(shift), err0, err, rho0, spearman(pred, ms), span, notes)
+    return new_spec, report
