@@ -8,9 +8,10 @@
 Why: the cost model ranks schedules well but not perfectly; the best-predicted
 schedule is often not the fastest on a given machine.  Steps, within ``budget_s``:
 
-1. gather candidates (``candidates.Gatherer``, up to ``GATHER_SHARE`` of the
-   budget): greedy, beam's final beams, the ILP on several tiling menus, and
-   neighbours of the best of them; deduplicated by canonical schedule text;
+1. gather candidates (``candidates.Gatherer``): greedy, beam's final beams and
+   the ILP always, then (within ``GATHER_SHARE`` of the budget) the ILP on other
+   tiling menus; neighbours of the best-predicted and greedy answers (and, within
+   that share, of the other best ones); deduplicated by canonical schedule text;
 2. measure them in order (greedy and the best-predicted first, always; then the
    solvers' own answers, then by predicted cost) until the budget is spent: each
    is compiled, run on random inputs of the estimated sizes (or ``inputs=``) as
@@ -83,10 +84,12 @@ class TuneResult:
         return min((r for r in self.records if r.ok), key=lambda r: r.measured_ms)
 
     def samples(self) -> list:
-        """``(pipeline, schedule, estimates, measured_ms)`` per successful record:
-        what ``tilesolve.tune.fit.fit_spec`` takes."""
+        """``(pipeline, schedule, estimates, measured_ms)`` per successful record the
+        cost model describes (``predicted_cost`` not None: the serial and wider-vector
+        variants are left out, their recorded groups are their base's): what
+        ``tilesolve.tune.fit.fit_spec`` takes."""
         return [(self.pipeline, r.schedule, dict(self.estimates), r.measured_ms)
-                for r in self.records if r.ok]
+                for r in self.records if r.ok and r.predicted_cost is not None]
 
     def summary(self) -> str:
         """One line: how many were measured, the winner, the rank correlation."""
@@ -204,10 +207,10 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     from ..bench.progress import Progress
     from ..solver.problem import Problem
     from .db import open_db, pipeline_json, tuning_key
-    t0 = time.perf_counter()
     estimates = {} if estimates is None else estimates
     _check_arguments(pipeline, estimates, budget_s, progress, k, inputs)
-    spec = _spec(spec)
+    spec = _spec(spec)            # (detecting the host spec the first time is not budgeted)
+    t0 = time.perf_counter()
     deadline = t0 + float(budget_s)
     log = progress if not isinstance(progress, bool) else Progress(enabled=progress)
     try:
@@ -247,20 +250,23 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
         return stop - time.perf_counter()
 
     log.log("autotune: gathering candidates (greedy, beam, ILP menus, neighbours)")
+    # each solver's own answer, always (with a short time limit when the budget is short)
     greedy = g.greedy()
-    if left() > 0:
-        g.beam(min(left() / 4, 5.0))
-    for menu in (None,) + tuple(MENUS):
+    g.beam(max(0.05, min(left() / 4, 5.0)))
+    g.ilp(None, max(0.2, min(left() / 2, 10.0)))
+    for menu in MENUS:
         if left() <= 0:
             break
         g.ilp(menu, min(left() / 2, 10.0))
-    for base in g.bases():
-        if left() <= 0:
-            break
-        g.neighbours(base, stop)
-    for base in g.bases()[:2]:
-        if left() > 0:
-            g.variants(base)
+    # neighbours: of the best-predicted answer and of greedy's within the whole budget,
+    # of the other bases within the gathering share; variants (two replays each) always
+    bases = g.bases()
+    for i, base in enumerate(bases):
+        limit = t0 + budget_s if i == 0 or base is greedy else stop
+        if time.perf_counter() < limit:
+            g.neighbours(base, limit)
+    for base in bases[:2]:
+        g.variants(base)
     # the stored schedules, the best one first
     known = sorted(stored.values(), key=lambda m: (m.measured_ms is None or m.error is not None,
                                                    m.measured_ms or 0.0))
@@ -346,9 +352,9 @@ def _tuned(rec: TuneRecord):
 # Refitting the cost model
 # ---------------------------------------------------------------------------
 def db_samples(db_path) -> list:
-    """Every successful measurement of the database at ``db_path`` as
-    ``(pipeline, schedule, estimates, measured_ms)`` (pipelines rebuilt from the
-    database, one object per tuned pipeline)."""
+    """Every successful measurement of a schedule the cost model describes, in the
+    database at ``db_path``, as ``(pipeline, schedule, estimates, measured_ms)``
+    (pipelines rebuilt from the database, one object per tuned pipeline)."""
     from pathlib import Path
 
     from ..model.schedule import Schedule

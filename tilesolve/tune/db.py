@@ -206,11 +206,13 @@ class TuneDB:
 
     def sample_rows(self) -> list:
         """``(pipeline_json, estimates_json, schedule_json, measured_ms, key)`` of every
-        successful measurement, grouped by tuning."""
+        successful measurement with a predicted cost (one the model describes),
+        grouped by tuning."""
         return self.conn.execute(
             "SELECT t.pipeline_json, t.estimates_json, m.schedule_json, m.measured_ms, t.key "
             "FROM measurements m JOIN tunings t ON t.key = m.key "
             "WHERE m.measured_ms IS NOT NULL AND m.error IS NULL "
+            "AND m.predicted_cost IS NOT NULL "
             "ORDER BY t.key, m.measured_at, m.rowid").fetchall()
 
 
