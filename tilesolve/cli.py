@@ -4,12 +4,13 @@
                     [--repeat N] [--time-limit S] [--seed N] [--compare-halide]
                     [--halide-autoschedulers a,b] [--json F] [--csv F] [-q]
     tilesolve specs [NAME]          # list the hardware specs, or print one as YAML
+    tilesolve calibrate [--out F] [--quick] [--base SPEC]   # measure, fit, write a host spec
     tilesolve demo [--size W H]     # the blur of DESIGN.md: schedule, compile, check
 
 ``bench`` is documented in ``tilesolve.bench`` (the table, the JSON fields),
-``specs`` in ``tilesolve.specs.cli``.  ``main(argv)`` returns the exit status
-(0 ok, 1 a failed check or step, 2 bad options) instead of exiting, so it can
-be called in-process.
+``specs`` in ``tilesolve.specs.cli``, ``calibrate`` in ``tilesolve.tune.calibrate``.
+``main(argv)`` returns the exit status (0 ok, 1 a failed check or step, 2 bad
+options) instead of exiting, so it can be called in-process.
 """
 from __future__ import annotations
 
@@ -35,6 +36,9 @@ def _parser():
                                    "runs; print one table.")
     add_bench_arguments(b)
     sub.add_parser("specs", help="list the hardware specs, or print one as YAML",
+                   add_help=False)
+    sub.add_parser("calibrate", help="measure this machine, fit the cost model to timed "
+                                     "random pipelines, write a host spec",
                    add_help=False)
     from .bench.cli import _positive_int
     from .solver import METHODS
@@ -67,6 +71,9 @@ def main(argv=None) -> int:
         if argv and argv[0] == "specs":   # its own parser, its own options
             from .specs.cli import main_specs
             return main_specs(argv[1:])
+        if argv and argv[0] == "calibrate":   # its own parser too
+            from .tune.calibrate import main_calibrate
+            return main_calibrate(argv[1:])
         parser, bench_parser, demo_parser = _parser()
         args = parser.parse_args(argv)
         if args.command == "bench":

@@ -35,7 +35,7 @@ from ..errors import SpecError, TilesolveError
 __all__ = ["calibrate", "CalibrationResult", "main_calibrate", "check_writable"]
 
 FULL = dict(cases=16, size=(384, 384), variants=2, repeat=5, budget_s=40.0)
-QUICK = dict(cases=3, size=(192, 192), variants=1, repeat=3, budget_s=6.0)
+QUICK = dict(cases=4, size=(192, 192), variants=1, repeat=3, budget_s=8.0)
 
 
 @dataclass
@@ -188,7 +188,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE",
                    help="write the spec to FILE (and do not install it as the host spec)")
     p.add_argument("--quick", action="store_true",
-                   help="a few seconds: small microbenchmarks and 3 training pipelines "
+                   help="a few seconds: small microbenchmarks and 4 training pipelines "
                         "(enough to test the machinery, too few for a trustworthy fit)")
     p.add_argument("--base", metavar="SPEC", default="host",
                    help="the spec to start from: a spec name, 'host' (default: this machine, "

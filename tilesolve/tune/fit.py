@@ -183,8 +183,8 @@ def _search_load_cost(compute, words, y) -> Tuple[float, float, Tuple[float, flo
             fd = f(d)
     g = (a + b) / 2
     best_err = f(g)
-    near = grid[errs <= best_err * 1.05 + 1e-3]
-    span = (math.exp(min(near.min(), g)), math.exp(max(near.max(), g)))
+    near = np.append(grid[errs <= best_err * 1.05 + 1e-3], g)
+    span = (math.exp(near.min()), math.exp(near.max()))
     return math.exp(g), best_err, span
 
 

@@ -125,7 +125,7 @@ def spec_yaml(base, new, *, detected: bool, micro, fit, pipelines: int, quick: b
               stamp: str, machine: str):
     """(YAML text, final spec) for the calibrated ``new`` made from ``base``."""
     if new.is_cpu:
-        head = base.description.split(" (detected")[0] if detected else base.description
+        head = base.description.split(" (detected")[0].split(" (calibrated")[0]
         new = new.replace(name="host", description=_one_line(
             f"{head} (calibrated {stamp}{', quick' if quick else ''})"))
     comments = _field_comments(base, new, detected, micro, fit, pipelines)
