@@ -13,12 +13,12 @@ expected.
 """
 from .cli import main_specs
 from .host import detect_host, measure_memory_bandwidth
-from .loader import (default_cache_dir, list_specs, load_spec, require_kind,
-                     spec_from_yaml, spec_to_yaml)
+from .loader import (calibrated_host, default_cache_dir, list_specs, load_spec,
+                     require_kind, spec_from_yaml, spec_to_yaml)
 from .spec import CacheLevel, HardwareSpec
 
 __all__ = [
     "HardwareSpec", "CacheLevel", "load_spec", "list_specs", "spec_to_yaml",
     "spec_from_yaml", "require_kind", "detect_host", "measure_memory_bandwidth",
-    "default_cache_dir", "main_specs",
+    "default_cache_dir", "calibrated_host", "main_specs",
 ]
