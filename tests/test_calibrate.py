@@ -286,3 +286,14 @@ def test_training_cases_are_seeded_and_not_the_apps():
     names = {n for c in a for n in c.pipeline.funcs}
     from tilesolve.apps import blur
     assert not names & set(blur.build([64, 64])[0].funcs)
+
+
+def test_a_schedule_read_back_from_json_is_priced_alike(cases):
+    """The autotuner's samples come from its database: schedules read back from JSON,
+    whose provenance is a plain dict."""
+    c = cases[2]
+    _label, sched = c.schedules[1]
+    again = ts.Schedule.from_json(sched.to_json(), c.pipeline)
+    assert isinstance(again.provenance, dict)
+    assert predict_cost(c.pipeline, again, MACHINE, c.estimates) == \
+        predict_cost(c.pipeline, sched, MACHINE, c.estimates)
