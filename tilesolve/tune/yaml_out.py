@@ -82,7 +82,8 @@ def _load_cost_comment(base, fit, pipelines: int, micro) -> str:
             span = f", within 5 % of the best error from {lo:.3g} to {hi:.3g}"
         return (f"fitted to {fit.n_samples} samples of {pipelines} random pipelines, "
                 f"{errs}{span}{hint}")
-    why = "; ".join(fit.notes) or "the data do not support a fit"
+    why = "; ".join(n.replace("load_cost kept: ", "") for n in fit.notes) or \
+        "the data do not support a fit"
     return f"kept from base ({base.load_cost:g}): {why}; {errs}{hint}"
 
 
