@@ -13,7 +13,8 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
    tiling menus; neighbours of the best-predicted and greedy answers (and, within
    that share, of the other best ones); deduplicated by canonical schedule text;
 2. measure them in order (greedy and the best-predicted first, always; then the
-   solvers' own answers, then by predicted cost) until the budget is spent: each
+   solvers' own answers, then by predicted cost) while one more measurement of
+   the average length so far fits in the budget: each
    is compiled, run on random inputs of the estimated sizes (or ``inputs=``) as
    ``tilesolve bench`` times (``bench.runner.time_runs``: one warm-up, the minimum
    of a few runs into the same output buffer), and checked once against
@@ -50,7 +51,8 @@ class TuneRecord:
 
     schedule: object                  # a Schedule of the tuned pipeline
     source: str                       # the first generator that produced it
-    predicted_cost: float | None      # cost-model units; None: a change the model ignores
+    predicted_cost: float | None      # cost-model units (inf: the model deems it infeasible);
+                                      # None: a change the model ignores
     measured_ms: float | None         # fastest run, milliseconds; None when it failed
     error: str | None = None          # why it failed (compile, run or reference check)
     sources: tuple = ()               # every generator that produced it
@@ -295,7 +297,7 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
 
 
 def _measure_all(order, stored, bench, store, key, deadline, log) -> TuneResult:
-    records, measured, skipped = [], 0, 0
+    records, measured, skipped, spent = [], 0, 0, 0.0
     total = len(order)
     for i, (c, mandatory) in enumerate(order):
         known = stored.get(c.hash)
@@ -303,10 +305,14 @@ def _measure_all(order, stored, bench, store, key, deadline, log) -> TuneResult:
             records.append(TuneRecord(c.schedule, c.source, c.predicted_cost, known.measured_ms,
                                       known.error, tuple(c.sources), reused=True))
             continue
-        if not mandatory and time.perf_counter() >= deadline:
+        # a measurement is started only when one of the average length still fits
+        expect = spent / measured if measured else 0.0
+        if not mandatory and time.perf_counter() + expect >= deadline:
             skipped += 1
             continue
+        t = time.perf_counter()
         ms, runs, error = bench.measure(c.schedule)
+        spent += time.perf_counter() - t
         measured += 1
         rec = TuneRecord(c.schedule, c.source, c.predicted_cost, ms, error, tuple(c.sources),
                          run_ms=tuple(runs))

@@ -64,7 +64,8 @@ MENUS = {
 class Candidate:
     schedule: object                 # a Schedule
     source: str                      # the first generator that found it
-    predicted_cost: float | None     # full-model cost; None: a change the model ignores
+    predicted_cost: float | None     # full-model cost (inf: infeasible in the model);
+                                     # None: a change the model ignores
     hash: str                        # db.schedule_hash
     sources: list = field(default_factory=list)
     columns: tuple | None = None     # (Group, Tiling, Cost) per group, when built from columns
@@ -111,10 +112,12 @@ class Gatherer:
         return cand
 
     def add_columns(self, columns, source: str, method: str, prov=None,
-                    merge: bool = True) -> Candidate | None:
+                    merge: bool = True, feasible_only: bool = True) -> Candidate | None:
+        """Record the schedule of ``columns``; one the model deems infeasible (cost inf)
+        only when not ``feasible_only`` (a solver's own answer is always kept)."""
         columns = self.priced(columns)
         cost = self.predicted(columns)
-        if not math.isfinite(cost):
+        if feasible_only and not math.isfinite(cost):
             return None
         prov = prov or Provenance(method, cost)
         prov = prov.replace(predicted_cost=cost, spec=self.spec.name,
@@ -130,7 +133,7 @@ class Gatherer:
         from ..solver.greedy import greedy_groups
         res = greedy_groups(self.model)
         prov = Provenance("greedy", res.total, greedy_cost=res.total, merges=res.merges)
-        self.add_columns(res.columns, "greedy", "greedy", prov)
+        self.add_columns(res.columns, "greedy", "greedy", prov, feasible_only=False)
         return self.by_source("greedy")
 
     def beam(self, time_limit: float) -> None:
@@ -138,7 +141,7 @@ class Gatherer:
         answers: list = []
         cols, prov = solve_beam(self.model, time_limit=max(0.05, time_limit), seed=self.seed,
                                 fine_top=max(self.k, 4), answers=answers)
-        self.add_columns(cols, "beam", "beam", prov)
+        self.add_columns(cols, "beam", "beam", prov, feasible_only=False)
         ranked = sorted(answers, key=self.predicted)
         n = 1
         for a in ranked:
@@ -157,7 +160,7 @@ class Gatherer:
         except ImportError as e:                 # OR-tools missing: no ILP candidates
             self.notes.append(f"{label}: {e}")
             return
-        self.add_columns(cols, label, "ilp", prov)
+        self.add_columns(cols, label, "ilp", prov, feasible_only=menu is not None)
 
     # -- neighbours -------------------------------------------------------------------
     def by_source(self, source: str) -> Candidate | None:
