@@ -219,15 +219,15 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
         problem = Problem(pipeline, spec, estimates)
     except SolverError as e:
         raise SolverError(f"autotune: estimates: {e}") from None
-    bench = Bench(pipeline, problem, inputs, seed, budget_s)
     store = open_db(db)
     key, stored = None, {}
-    if store is not None:
-        text = pipeline_json(pipeline)
-        key = tuning_key(text, bench.sizes_key(), spec, bench.threads)
-        store.add_tuning(key, text, bench.sizes_key(), spec, bench.threads)
-        stored = {m.schedule_hash: m for m in store.measurements(key)}
     try:
+        bench = Bench(pipeline, problem, inputs, seed, budget_s)
+        if store is not None:
+            text = pipeline_json(pipeline)
+            key = tuning_key(text, bench.sizes_key(), spec, bench.threads)
+            store.add_tuning(key, text, bench.sizes_key(), spec, bench.threads)
+            stored = {m.schedule_hash: m for m in store.measurements(key)}
         cands, notes = _gather(problem, k, seed, t0, budget_s, stored, pipeline, log)
         result = _measure_all(cands, stored, bench, store, key, deadline, log)
     finally:
@@ -290,7 +290,7 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
     for c in first + heads + sorted(cands, key=lambda c: (c.order_cost, c.predicted_cost is None)):
         if c.hash not in seen:
             seen.add(c.hash)
-            order.append((c, c in first))
+            order.append((c, any(c is f for f in first)))
     log.log(f"autotune: {len(order)} distinct candidates in "
             f"{time.perf_counter() - t0:.1f}s ({len(stored)} known from the database)")
     return order, list(g.notes)

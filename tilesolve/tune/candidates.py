@@ -60,7 +60,7 @@ MENUS = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class Candidate:
     schedule: object                 # a Schedule
     source: str                      # the first generator that found it
