@@ -5,10 +5,13 @@
                     [--halide-autoschedulers a,b] [--json F] [--csv F] [-q]
     tilesolve specs [NAME]          # list the hardware specs, or print one as YAML
     tilesolve calibrate [--out F] [--quick] [--base SPEC]   # measure, fit, write a host spec
+    tilesolve explain APP [--method M] [--ir] [--ir-out DIR] [--profile]   # see below
     tilesolve demo [--size W H]     # the blur of DESIGN.md: schedule, compile, check
 
 ``bench`` is documented in ``tilesolve.bench`` (the table, the JSON fields),
-``specs`` in ``tilesolve.specs.cli``, ``calibrate`` in ``tilesolve.tune.calibrate``.
+``specs`` in ``tilesolve.specs.cli``, ``calibrate`` in ``tilesolve.tune.calibrate``,
+``explain`` (a solved schedule explained; our loop IR beside Halide's lowered statement;
+a per-Func profile) in ``tilesolve.cli_explain``.
 ``main(argv)`` returns the exit status (0 ok, 1 a failed check or step, 2 bad
 options) instead of exiting, so it can be called in-process.
 """
@@ -39,6 +42,9 @@ def _parser():
                    add_help=False)
     sub.add_parser("calibrate", help="measure this machine, fit the cost model to timed "
                                      "random pipelines, write a host spec",
+                   add_help=False)
+    sub.add_parser("explain", help="explain an app's solved schedule; --ir: our loop IR "
+                                   "beside Halide's; --profile: time per Func",
                    add_help=False)
     from .bench.cli import _positive_int
     from .solver import METHODS
@@ -74,6 +80,9 @@ def main(argv=None) -> int:
         if argv and argv[0] == "calibrate":   # its own parser too
             from .tune.calibrate import main_calibrate
             return main_calibrate(argv[1:])
+        if argv and argv[0] == "explain":     # and this one
+            from .cli_explain import main_explain
+            return main_explain(argv[1:])
         parser, bench_parser, demo_parser = _parser()
         args = parser.parse_args(argv)
         if args.command == "bench":

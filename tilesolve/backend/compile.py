@@ -76,7 +76,7 @@ def _check_arguments(pipeline, schedule) -> None:
 
 
 def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir=None,  # noqa: A001
-            checked=False):
+            checked=False, profile=False):
     """Compile ``pipeline`` under ``schedule`` (None: the default schedule, every Func
     inlined or computed at root as lowering decides) for the host CPU, or with the
     CUDA backend when the schedule targets "cuda" or ``target`` is a GPU.
@@ -87,6 +87,9 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     ``checked``: a checked build (CPU): every load and store is tested against the buffer
     it accesses, and an access outside raises ``RealizeError`` naming the Func, the
     coordinate and the range allowed (slower: for debugging and fuzzing).
+    ``profile``: (CPU) code that times each Func's produce regions and each parallel
+    loop; read with ``compiled.profile()`` / ``compiled.profile_report()``.  Without it
+    the generated code contains no profiling at all.
     """
     from .cpu.jit import DiskCache, default_cache_dir
     from .cpu.parallel import resolve_num_threads
@@ -96,6 +99,9 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     if kind == "cuda" and checked:
         raise TilesolveError("ts.compile: checked=True is for CPU code; the CUDA backend's "
                              "emulate_cuda runs the same kernels on the CPU for debugging")
+    if kind == "cuda" and profile:
+        raise TilesolveError("ts.compile: profile=True is for CPU code; time CUDA kernels "
+                             "with the CUDA profiler (nsys, ncu)")
     if kind == "cuda":
         # The CUDA backend: without pycuda and a GPU this raises CudaUnavailableError,
         # naming build_cuda (compile only) and emulate_cuda (run on the CPU) instead.
@@ -121,13 +127,14 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     t0 = time.perf_counter()
     lowered = lower(pipeline, schedule, target="cpu")
     return compile_lowered(pipeline, lowered, schedule=schedule, num_threads=num_threads,
-                           cache=cache, checked=checked, _t0=t0)
+                           cache=cache, checked=checked, _t0=t0, profile=profile)
 
 
 def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, cache=None,
-                    checked: bool = False, _t0=None):
+                    checked: bool = False, _t0=None, profile: bool = False):
     """The back half of :func:`compile`: generate and JIT an already lowered pipeline
-    (``cache``: a ``DiskCache`` or None).  For tests and tools that build loop IR by hand."""
+    (``cache``: a ``DiskCache`` or None; its key includes ``profile``).  For tests and
+    tools that build loop IR by hand."""
     from .cpu.codegen import generate
     from .cpu.compiled import CompiledPipeline
     from .cpu.runtime import NativeKernel
@@ -135,7 +142,8 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
 
     t0 = time.perf_counter() if _t0 is None else _t0
     tgt = host_target()
-    generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked))
+    generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked),
+                         profile=bool(profile))
     kernel = NativeKernel(generated, tgt, cache)
     seconds = time.perf_counter() - t0
     return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)

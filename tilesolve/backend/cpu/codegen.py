@@ -25,6 +25,9 @@ ABI of the generated entry function
 * Checked builds: ``scalars`` has three more slots after the Params, where the first
   fault is written: the buffer's place in ``GeneratedModule.fault_names``, the flat
   index, and the last index the buffer owns.
+* Profiled builds (``profile=True``): the next slot holds the address of the int64
+  counters (see ``profile.py``; ``GeneratedModule.profile`` is their layout), and the
+  module also exports ``i64 <entry>.ticks()``, the timer.
 
 Outputs must not overlap inputs or each other: every buffer pointer is ``noalias``.
 The entry unpacks its arguments and calls ``ts_<name>.impl`` (internal, inlined by O3),
@@ -67,6 +70,7 @@ from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, is_varying, llvm_type
 from .codegen_memory import Buffer, MemoryEmitter
 from .codegen_vector import free_names, split_at_barriers, vectorize_blocker
 from .parallel import emit_parallel_for
+from .profile import ProfileContext, ProfileLayout, define_ticks, host_timer, plan
 
 __all__ = ["GeneratedModule", "generate", "entry_name"]
 
@@ -82,6 +86,7 @@ class GeneratedModule:
     notes: tuple               # remarks: loops not vectorized, allocations moved...
     checked: bool = False      # every access tested against its buffer (see the ABI)
     fault_names: tuple = ()    # checked builds: buffer names, by the id a fault records
+    profile: ProfileLayout | None = None   # profiled builds: where the counters are
 
 
 def entry_name(pipeline_name: str) -> str:
@@ -89,9 +94,10 @@ def entry_name(pipeline_name: str) -> str:
 
 
 def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
-             checked: bool = False) -> GeneratedModule:
+             checked: bool = False, profile: bool = False) -> GeneratedModule:
     """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
-    ``checked``: test every load and store against the buffer it accesses."""
+    ``checked``: test every load and store against the buffer it accesses; ``profile``:
+    time each Func and parallel loop (``profile.py``)."""
     module = ir.Module(name=lowered.name)
     if triple:
         module.triple = triple
@@ -101,13 +107,18 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
     bufs, scalars = lowered.buffer_args(), lowered.scalar_args()
     name = entry_name(lowered.name)
     fault_names: list[str] | None = [] if checked else None
-    impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names)
-    _emit_entry(module, name, impl, bufs, scalars, checked)
+    layout = None
+    if profile:
+        layout = plan(lowered, name, host_timer(triple))
+        define_ticks(module, layout)
+    impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names,
+                      layout)
+    _emit_entry(module, name, impl, bufs, scalars, checked, layout is not None)
     return GeneratedModule(str(module), name, bufs, scalars, tuple(notes), checked,
-                           tuple(fault_names or ()))
+                           tuple(fault_names or ()), layout)
 
 
-def _impl_params(bufs, scalars, checked: bool):
+def _impl_params(bufs, scalars, checked: bool, profile: bool = False):
     params = []
     for a in bufs:
         params.append((a.name, mem_type(a.type).as_pointer()))
@@ -118,13 +129,16 @@ def _impl_params(bufs, scalars, checked: bool):
         params.append((a.name, llvm_type(a.type)))
     if checked:
         params.append(("fault", I64.as_pointer()))
+    if profile:
+        params.append(("profile", I64.as_pointer()))
     params.append(("num_threads", I32))
     return params
 
 
-def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names) -> ir.Function:
+def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
+               layout=None) -> ir.Function:
     checked = fault_names is not None
-    params = _impl_params(bufs, scalars, checked)
+    params = _impl_params(bufs, scalars, checked, layout is not None)
     fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
     fn.linkage = "internal"
     fn.attributes.add("nounwind")
@@ -135,6 +149,8 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names) -> ir.F
         if pname in buf_names:
             arg.add_attribute("noalias")
             buffers[pname] = Buffer(arg, buf_names[pname].type, buf_names[pname].is_output)
+        elif pname == "profile":
+            arg.add_attribute("noalias")
         elif pname not in ("num_threads", "fault"):
             env[pname] = arg
     for a in bufs:
@@ -143,13 +159,19 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names) -> ir.F
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     err = b.alloca(I32, name="err")
     b.store(ir.Constant(I32, 0), err)
-    fault = fn.args[-2] if checked else None
+    fault = fn.args[-2 - (layout is not None)] if checked else None
+    prof = None
+    if layout is not None:
+        prof = ProfileContext.for_entry(layout, module, b, fn.args[-2])
+        t0 = prof.begin_run(b)
     em = FnEmitter(module, fn, b, env, buffers, err, fn.args[-1], notes, in_parallel=False,
-                   fault=fault, fault_names=fault_names)
+                   fault=fault, fault_names=fault_names, prof=prof)
     if checked:
         for a in bufs:
             buffers[a.name] = _argument_range(em, a, buffers[a.name])
     em.emit_stmt(lowered.body)
+    if prof is not None:
+        prof.end_run(b, t0)
     b.ret(b.load(err))
     return fn
 
@@ -173,7 +195,8 @@ def _argument_range(em, a, buf: Buffer) -> Buffer:
     return Buffer(buf.ptr, buf.type, buf.is_output, lo, hi, em.fault_id(a.name))
 
 
-def _emit_entry(module, name, impl, bufs, scalars, checked: bool = False) -> None:
+def _emit_entry(module, name, impl, bufs, scalars, checked: bool = False,
+                profile: bool = False) -> None:
     i8pp = I8.as_pointer().as_pointer()
     fnty = ir.FunctionType(I32, [i8pp, I32.as_pointer(), I64.as_pointer(), I32])
     fn = ir.Function(module, fnty, name)
@@ -198,6 +221,9 @@ def _emit_entry(module, name, impl, bufs, scalars, checked: bool = False) -> Non
         args.append(v)
     if checked:
         args.append(b.gep(pscal, [ir.Constant(I32, len(scalars))], inbounds=True))
+    if profile:
+        slot = b.gep(pscal, [ir.Constant(I32, len(scalars) + 3 * checked)], inbounds=True)
+        args.append(b.inttoptr(b.load(slot, align=8), I64.as_pointer(), name="profile"))
     args.append(nthreads)
     b.ret(b.call(impl, args))
 
@@ -229,12 +255,13 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
     """Emits statements into one LLVM function (the entry's impl or an outlined body)."""
 
     def __init__(self, module, fn, builder, env, buffers, err_ptr, num_threads, notes,
-                 in_parallel, fault=None, fault_names=None):
+                 in_parallel, fault=None, fault_names=None, prof=None):
         self.module, self.fn, self.b = module, fn, builder
         self.env, self.buffers = env, buffers
         self.err_ptr, self.num_threads = err_ptr, num_threads
         self.notes, self.in_parallel = notes, in_parallel
         self.fault, self.fault_names = fault, fault_names   # checked builds (i64*, names)
+        self.prof = prof           # profiled builds: a profile.ProfileContext
         self.lanes = 1
         self.mask = None           # <W x i1> inside a varying IfThenElse of a vector loop
         self.cache = [{}]
@@ -293,12 +320,20 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         if isinstance(s, L.Allocate):
             return self._allocate(s)
         if isinstance(s, L.ProducerConsumer):
+            if self.prof is not None and s.is_producer and self.lanes == 1:
+                return self._timed_produce(s)
             return self._block(L.Block((s.body,)))
         raise LoweringError(f"codegen: unknown statement {type(s).__name__}")
 
     def _block(self, s: L.Block):
         for x in s.stmts:
             yield x
+
+    def _timed_produce(self, s: L.ProducerConsumer):
+        """A produce region of a profiled build: its time goes to Func ``s.name``."""
+        token = self.prof.enter_produce(self.b, s.name)
+        yield s.body
+        self.prof.exit_produce(self.b, token)
 
     def _let_stmt(self, s: L.LetStmt):
         # a LetStmt is lowering's own index arithmetic (loop variables, tile bases,
@@ -447,9 +482,17 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         checked = self.fault is not None
         ranges = [v for n in buf_names for v in (self.buffers[n].lo, self.buffers[n].hi)
                   if checked and self.buffers[n].lo is not None]
-        captured += ranges + ([self.fault] if checked else []) + [mn, self.err_ptr]
+        captured += ranges + ([self.fault] if checked else [])
         noalias = [False] * len(env_names) + [True] * len(buf_names) + \
-            [False] * (len(ranges) + checked + 2)
+            [False] * (len(ranges) + checked)
+        prof, hooks, team = self.prof, None, None
+        if prof is not None:           # the counters, then the timing around each body
+            hooks = prof.worker_hooks(s.name, len(captured))
+            captured.append(prof.base)
+            noalias.append(True)
+            team = []
+        captured += [mn, self.err_ptr]
+        noalias += [False, False]
         buf_info = {n: self.buffers[n] for n in buf_names}
         module, notes, fault_names = self.module, self.notes, self.fault_names
 
@@ -469,7 +512,8 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
                 fault = caps[k]
             cmin, err = caps[-2], caps[-1]
             sub = FnEmitter(module, bld.function, bld, env, bufs, err, None, notes,
-                            in_parallel=True, fault=fault, fault_names=fault_names)
+                            in_parallel=True, fault=fault, fault_names=fault_names,
+                            prof=hooks[2][-1] if hooks else None)
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)
@@ -478,5 +522,9 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         while f"{base}.body" in module.globals:       # one outlined body per loop copy
             k += 1
             base = f"{s.name}.par{k}"
+        token = prof.enter_parallel(self.b, s.name) if prof is not None else None
         emit_parallel_for(self.b, module, ext, body, captured, self.num_threads,
-                          name=base, noalias=noalias)
+                          name=base, noalias=noalias, around=hooks and hooks[:2],
+                          team_out=team)
+        if prof is not None:
+            prof.exit_parallel(self.b, token, team[0])

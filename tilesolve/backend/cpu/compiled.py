@@ -19,12 +19,16 @@ input, dimension, region needed and shape given) and never crash the process:
 A call keeps no state in the object (apart from a memo of the regions read for given
 argument shapes, filled atomically), so several Python threads may realize the same
 CompiledPipeline at once (ctypes releases the GIL while native code runs).
+
+Profiled builds (``ts.compile(..., profile=True)``): each call fills its own counters
+and adds them to the object's totals (``profile()``, ``profile_report()``,
+``reset_profile()``; see ``profile.py`` and ``profile_report.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ...errors import LoweringError, RealizeError
+from ...errors import LoweringError, RealizeError, TilesolveError
 from ...lower.regions import RegionCheck
 from .codegen import GeneratedModule
 from .codegen_memory import ERR_ALLOC, ERR_BOUNDS
@@ -39,7 +43,7 @@ class CompiledPipeline:
     """The result of ``ts.compile``.  Attributes: ``pipeline``, ``schedule``, ``lowered``
     (the loop IR), ``num_threads``, ``compile_seconds`` (lowering + code generation +
     LLVM, or the cache load), ``cache_hit``, ``notes`` (remarks from lowering and code
-    generation, e.g. loops that could not be vectorized)."""
+    generation, e.g. loops that could not be vectorized), ``profiled``."""
 
     def __init__(self, pipeline, schedule, lowered, generated: GeneratedModule,
                  kernel: NativeKernel, num_threads: int, compile_seconds: float):
@@ -53,6 +57,12 @@ class CompiledPipeline:
         self.cache_hit = kernel.jit.cache_hit
         self.notes = tuple(lowered.notes) + tuple(generated.notes)
         self._regions = RegionCheck.of(lowered, pipeline)   # memoizes per shapes
+        self._profiler = None
+        if generated.profile is not None:
+            from .profile_report import Profiler
+            self._profiler = Profiler(lowered.name, generated.profile,
+                                      kernel.jit.address(generated.profile.ticks_symbol),
+                                      self.num_threads)
 
     # -- inspection --------------------------------------------------------------------
     def llvm_ir(self) -> str:
@@ -66,6 +76,36 @@ class CompiledPipeline:
     def loop_ir(self) -> str:
         """The lowered loop IR, as text."""
         return str(self.lowered)
+
+    # -- profiling ---------------------------------------------------------------------
+    @property
+    def profiled(self) -> bool:
+        """Whether the code records a profile (``ts.compile(..., profile=True)``)."""
+        return self._profiler is not None
+
+    def _need_profile(self, what: str):
+        if self._profiler is None:
+            raise TilesolveError(f"{what}: {self.lowered.name} was compiled without profiling; "
+                                 "compile it with ts.compile(..., profile=True)")
+        return self._profiler
+
+    def profile(self) -> dict:
+        """The profile summed over every ``realize`` since the compile (or
+        ``reset_profile()``): ``total_ms`` (the kernel's wall time), ``funcs`` (name ->
+        ``ms``, ``entries``), ``parallel`` (loop -> ``func``, ``wall_ms``, ``busy_ms``,
+        ``idle_ms``, ``utilization``, ``entries``), ``other_ms``, ``runs``,
+        ``num_threads``, ``timer``, ``ticks_per_second``, and ``last`` (the same
+        figures for the last call).  Needs ``profile=True``."""
+        return self._need_profile("profile()").data()
+
+    def profile_report(self) -> str:
+        """The profile as a table: Func, total ms, % of the run, entries; parallel
+        regions with their idle time, wall time and thread utilization."""
+        return self._need_profile("profile_report()").report()
+
+    def reset_profile(self) -> None:
+        """Zero the profile's totals."""
+        self._need_profile("reset_profile()").reset()
 
     def __repr__(self) -> str:
         return (f"<CompiledPipeline {self.lowered.name}: {len(self.generated.buffer_args)} "
@@ -94,7 +134,10 @@ class CompiledPipeline:
             bufs.append(arr)
         scalars = [params[a.name] for a in self.generated.scalar_args]
         fault = [0, 0, 0]
-        rc = self._kernel(bufs, scalars, self.num_threads, fault)
+        counters = self._profiler.counters() if self._profiler is not None else None
+        rc = self._kernel(bufs, scalars, self.num_threads, fault, counters)
+        if counters is not None:
+            self._profiler.record(counters)
         if rc == ERR_BOUNDS and self.generated.checked:
             raise RealizeError(_fault_message(self.lowered.name, self.generated.fault_names,
                                               fault, arrays, self.pipeline))

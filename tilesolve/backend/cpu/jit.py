@@ -118,11 +118,13 @@ class DiskCache:
         self.corrupt = 0
 
     @staticmethod
-    def key(ir_text: str, target: Target) -> str:
+    def key(ir_text: str, target: Target, extra: tuple = ()) -> str:
+        """The cache key; ``extra``: more build options (e.g. ``("profile",)``), which
+        leave the key of a build without them unchanged."""
         h = hashlib.sha256()
         parts = (f"tilesolve-cpu/{CACHE_FORMAT}", llvmlite.__version__,
                  ".".join(map(str, llvm.llvm_version_info)), *target.info.cache_fields(),
-                 f"O{target.opt_level}")
+                 f"O{target.opt_level}", *extra)
         for part in parts:
             h.update(part.encode())
             h.update(b"\0")
@@ -195,19 +197,19 @@ def _decode(blob: bytes) -> CacheEntry | None:
 class JitModule:
     """Native code for one LLVM module, loaded into this process.
 
-    ``JitModule(ir_text, target=None, cache=None)``; then ``address(name)`` gives a function
+    ``JitModule(ir_text, target=None, cache=None, key_extra=())``; then ``address(name)`` gives a function
     pointer for ctypes. Attributes: ``cache_hit`` (True if the object came from ``cache``),
     ``key`` (the cache key, computed even without a cache), ``compile_seconds`` (wall time
     of the constructor) and ``timings`` (seconds per phase: optimize, codegen, load).
     """
 
     def __init__(self, ir_text: IRInput, target: Target | None = None,
-                 cache: DiskCache | None = None):
+                 cache: DiskCache | None = None, key_extra: tuple = ()):
         t0 = time.perf_counter()
         self.target = target or host_target()
         self.cache = cache
         text = _ir_text(ir_text)
-        self.key = DiskCache.key(text, self.target)
+        self.key = DiskCache.key(text, self.target, tuple(key_extra))
         self.timings: dict[str, float] = {}
         entry = cache.load(self.key) if cache is not None else None
         self.cache_hit = entry is not None

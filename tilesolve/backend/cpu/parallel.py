@@ -235,7 +235,8 @@ def emit_parallel_for(builder: ir.IRBuilder, module: ir.Module, n_iterations,
                       body_fn_builder: BodyBuilder, captured_values: Sequence[ir.Value] = (),
                       num_threads_value=None, *, name: str = "par",
                       schedule: str = "static", chunk: int = 1,
-                      noalias: Sequence[bool] | None = None) -> ir.Function:
+                      noalias: Sequence[bool] | None = None, around=None,
+                      team_out: list | None = None) -> ir.Function:
     """Emit ``for i in [0, n_iterations): body`` run by a team of threads.
 
     ``body_fn_builder(builder, i, captured)`` emits one iteration into the outlined body
@@ -246,6 +247,12 @@ def emit_parallel_for(builder: ir.IRBuilder, module: ir.Module, n_iterations,
     ``"static"`` (one contiguous range per thread) or ``"dynamic"`` (threads grab ``chunk``
     iterations at a time from an atomic counter). ``noalias[k]`` marks pointer capture k
     ``noalias`` in the body. Leaves ``builder`` after the loop; returns the body function.
+
+    Profiling hooks (``backend/cpu/profile.py``; nothing is emitted without them):
+    ``around = (enter, exit)`` wraps each call of the outlined body, ``state =
+    enter(builder, captured)`` at its start and ``exit(builder, captured, state)`` at its
+    end; ``team_out`` (a list) receives the i32 team size the call site asked for (1 when
+    the loop ran serially, 0 when it had no iterations or left the size to the runtime).
     """
     if schedule not in ("static", "dynamic"):
         raise ValueError(f"schedule must be 'static' or 'dynamic', got {schedule!r}")
@@ -258,13 +265,14 @@ def emit_parallel_for(builder: ir.IRBuilder, module: ir.Module, n_iterations,
     cap_types = [v.type for v in captured_values]
     closure_ty = ir.LiteralStructType([I32, I64] + cap_types)
 
-    body = _emit_body(module, base, cap_types, body_fn_builder, noalias)
+    body = _emit_body(module, base, cap_types, body_fn_builder, noalias, around)
     worker = _emit_worker(module, base, closure_ty, body, len(cap_types), schedule, chunk)
-    _emit_call_site(builder, module, closure_ty, n, nthreads, captured_values, body, worker)
+    _emit_call_site(builder, module, closure_ty, n, nthreads, captured_values, body, worker,
+                    team_out)
     return body
 
 
-def _emit_body(module, base, cap_types, body_fn_builder, noalias) -> ir.Function:
+def _emit_body(module, base, cap_types, body_fn_builder, noalias, around=None) -> ir.Function:
     fnty = ir.FunctionType(ir.VoidType(), [I32, I32] + cap_types)
     fn = ir.Function(module, fnty, f"{base}.body")
     fn.linkage = "internal"
@@ -282,6 +290,7 @@ def _emit_body(module, base, cap_types, body_fn_builder, noalias) -> ir.Function
     loop = fn.append_basic_block("loop")
     done = fn.append_basic_block("done")
     b = ir.IRBuilder(entry)
+    state = around[0](b, caps) if around is not None else None
     b.cbranch(b.icmp_signed("<", lo, hi), loop, done)
     b.position_at_end(loop)
     i = b.phi(I32, "i")
@@ -293,6 +302,8 @@ def _emit_body(module, base, cap_types, body_fn_builder, noalias) -> ir.Function
     i.add_incoming(nxt, b.block)
     b.cbranch(b.icmp_signed("<", nxt, hi), loop, done)
     b.position_at_end(done)
+    if around is not None:
+        around[1](b, caps, state)
     b.ret_void()
     return fn
 
@@ -340,7 +351,8 @@ def _emit_worker(module, base, closure_ty, body, ncap, schedule, chunk) -> ir.Fu
     return fn
 
 
-def _emit_call_site(builder, module, closure_ty, n, nthreads, captured, body, worker):
+def _emit_call_site(builder, module, closure_ty, n, nthreads, captured, body, worker,
+                    team_out=None):
     # The closure lives in the caller's entry block so loops around us reuse one slot.
     # llvmlite builders track their position as an index into the block, so a second
     # builder inserting into the same block would desynchronize this one: move this
@@ -365,6 +377,7 @@ def _emit_call_site(builder, module, closure_ty, n, nthreads, captured, body, wo
     serial = fn.append_basic_block("par.serial")
     team = fn.append_basic_block("par.team")
     after = fn.append_basic_block("par.after")
+    start = builder.block
     builder.cbranch(builder.icmp_signed(">", n, zero), go, after)
 
     builder.position_at_end(go)
@@ -386,3 +399,9 @@ def _emit_call_site(builder, module, closure_ty, n, nthreads, captured, body, wo
     builder.branch(after)
 
     builder.position_at_end(after)
+    if team_out is not None:
+        size = builder.phi(I32, name="par.team_size")
+        size.add_incoming(zero, start)
+        size.add_incoming(ir.Constant(I32, 1), serial)
+        size.add_incoming(nt, team)
+        team_out.append(size)

@@ -40,15 +40,20 @@ class NativeKernel:
     def __init__(self, gen: GeneratedModule, target: Target | None = None,
                  cache: DiskCache | None = None):
         self.generated = gen
-        self.jit = JitModule(gen.ir_text, target, cache)
+        # a profiled build is keyed as such even though its IR already differs
+        self.jit = JitModule(gen.ir_text, target, cache,
+                             key_extra=("profile",) if gen.profile is not None else ())
         self._fn = ENTRY_PROTOTYPE(self.jit.address(gen.entry))
 
-    def __call__(self, arrays, scalars=(), num_threads: int = 0, fault=None) -> int:
+    def __call__(self, arrays, scalars=(), num_threads: int = 0, fault=None,
+                 counters=None) -> int:
         """Run the entry; ``arrays`` are numpy arrays whose strides are multiples of their
         itemsize and whose last axis (dimension 0) is dense, stride = itemsize (the code
         assumes it); axes reversed: array axis -1 is dimension 0.  Returns the error code.
         Checked builds: the first fault (buffer id, flat index, last valid index) is
-        written into the list ``fault`` when one is given."""
+        written into the list ``fault`` when one is given.  Profiled builds: ``counters``
+        is the zeroed int64 array of ``GeneratedModule.profile.size(rows)`` counters, its
+        element 0 set to ``rows`` (required)."""
         gen = self.generated
         if len(arrays) != len(gen.buffer_args) or len(scalars) != len(gen.scalar_args):
             raise TypeError(f"{gen.entry} takes {len(gen.buffer_args)} arrays and "
@@ -63,8 +68,15 @@ class NativeKernel:
                 dims.append(st // size)
         cdims = (ctypes.c_int32 * max(1, len(dims)))(*dims)
         extra = 3 if gen.checked else 0
-        cscal = (ctypes.c_int64 * max(1, len(scalars) + extra))(
+        profiled = gen.profile is not None
+        if profiled and (counters is None or counters.dtype != "int64" or
+                         not counters.flags.c_contiguous or
+                         counters.size < gen.profile.size(int(counters[0]))):
+            raise TypeError(f"{gen.entry} is profiled: it needs its int64 counters array")
+        cscal = (ctypes.c_int64 * max(1, len(scalars) + extra + profiled))(
             *[pack_scalar(v, a.type) for v, a in zip(scalars, gen.scalar_args)])
+        if profiled:
+            cscal[len(scalars) + extra] = counters.ctypes.data
         rc = self._fn(ptrs, cdims, cscal, int(num_threads))     # ``arrays`` stay alive
         if extra and fault is not None:
             fault[:] = list(cscal[len(scalars):len(scalars) + 3])
