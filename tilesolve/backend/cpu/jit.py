@@ -23,7 +23,8 @@ cost model knows the vector widths).
 Cache entries are one file per key, ``<sha256>.tsobj``: a magic line, the sha256 of the
 payload, then the object and the optimized IR text (so ``llvm_ir()``/``assembly()`` still
 work on a hit). The key hashes the *unoptimized* IR text, the triple, CPU name, feature
-string, opt level, llvmlite and LLVM versions and a format number. Writes go to a temp file
+string, opt level, llvmlite and LLVM versions, a format number and any build options
+passed as ``key_extra`` (``("profile",)`` for profiled builds). Writes go to a temp file
 in the same directory and are published with ``os.replace`` (atomic on POSIX), so
 concurrent writers and readers never see half a file; a file that fails the magic or
 digest check is counted in ``DiskCache.corrupt``, ignored, and overwritten by the rebuild.
