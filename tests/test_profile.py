@@ -153,3 +153,12 @@ def test_explain_profile_and_bad_options(capsys):
     assert "== profile (1 runs" in out and "blur_x" in out and "% run" in out
     assert main(["explain", "nope"]) == 2
     assert "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_explain_ir_without_halide_says_why(capsys, monkeypatch):
+    from tilesolve.interop import halide as th
+    monkeypatch.setattr(th, "available", lambda: (False, "Halide is not available: test"))
+    assert main(["explain", "blur", "--method", "naive", "--ir"]) == 0
+    out = capsys.readouterr().out
+    assert "== tilesolve loop IR (blur, naive) ==" in out
+    assert "== Halide lowered statement: unavailable ==\nHalide is not available: test" in out
