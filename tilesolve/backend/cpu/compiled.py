@@ -134,7 +134,8 @@ class CompiledPipeline:
             bufs.append(arr)
         scalars = [params[a.name] for a in self.generated.scalar_args]
         fault = [0, 0, 0]
-        counters = self._profiler.counters() if self._profiler is not None else None
+        counters = (self._profiler.counters(self.num_threads) if self._profiler is not None
+                    else None)
         rc = self._kernel(bufs, scalars, self.num_threads, fault, counters)
         if counters is not None:
             self._profiler.record(counters)

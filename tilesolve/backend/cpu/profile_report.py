@@ -60,16 +60,20 @@ class Profiler:
             self._last = None
             self._runs = 0
 
-    def counters(self) -> np.ndarray:
-        """A zeroed counters array for one call (element 0: the number of rows)."""
-        c = np.zeros(self.layout.size(self.rows), np.int64)
-        c[0] = self.rows
+    def counters(self, num_threads: int) -> np.ndarray:
+        """A zeroed counters array for one call of ``num_threads`` threads (element 0:
+        the number of rows, one per thread)."""
+        rows = max(1, int(num_threads))
+        c = np.zeros(self.layout.size(rows), np.int64)
+        c[0] = rows
         return c
 
     def record(self, counters: np.ndarray) -> None:
         """Add one call's counters (summed over the thread rows) to the totals."""
-        row = counters[HEADER:].reshape(self.rows, self.layout.stride).sum(axis=0)
+        rows = int(counters[0])
+        row = counters[HEADER:].reshape(rows, self.layout.stride).sum(axis=0)
         with self._lock:
+            self.rows = rows
             self._total += row
             self._last = row
             self._runs += 1
@@ -77,12 +81,13 @@ class Profiler:
     # -- results -----------------------------------------------------------------------
     def data(self) -> dict:
         """The totals over every call since the compile (or ``reset``), in ms; ``last``:
-        the same for the last call alone (None before the first)."""
+        the same for the last call alone (None before the first); ``num_threads``: the
+        thread count of the last call."""
         with self._lock:
-            total, last, runs = self._total.copy(), self._last, self._runs
+            total, last, runs, rows = self._total.copy(), self._last, self._runs, self.rows
         scale = 1e3 / ticks_per_second(self.layout.timer, self.ticks_address)
         out = self._convert(total, scale)
-        out.update(pipeline=self.name, runs=runs, num_threads=self.rows,
+        out.update(pipeline=self.name, runs=runs, num_threads=rows,
                    timer=self.layout.timer, ticks_per_second=1e3 / scale,
                    last=None if last is None else self._convert(last, scale))
         return out
