@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from .profile import FUNC_SLOTS, HEADER, OTHER, REGION_SLOTS, RUN, ProfileLayout
+from .profile import HEADER, OTHER, RUN, ProfileLayout
 
 __all__ = ["Profiler", "ticks_per_second"]
 
