@@ -15,6 +15,7 @@ associative (:mod:`.reduce`), else :class:`~tilesolve.errors.ChunkingError`.
 from __future__ import annotations
 
 import operator
+import uuid
 import warnings
 import weakref
 
@@ -23,7 +24,8 @@ import numpy as np
 from ..analysis.intervals import required_regions
 from ..errors import ChunkingError, ChunkingWarning, RealizeError
 from ..reference import _output_sizes, _param_value
-from .graph import BoxGraph, block_boxes
+from .chunking import auto_chunks
+from .graph import BoxGraph, InGraphArray, block_boxes
 from .plan import ChunkPlan
 from .reduce import overreads, plan_reduction, tile_params
 
@@ -109,12 +111,22 @@ def _check_whole(pipeline, out_sizes, extents, params):
                     "condition or pass a larger input")
 
 
-def _as_dask(arr, da, like_chunks):
-    if isinstance(arr, da.Array):
-        return arr
+def _nominal_chunks(arr, like_chunks):
+    """Chunks for a numpy input (they only tile reductions over it): the output's first
+    chunk sizes where the ranks match, else Dask's "auto"."""
+    from dask.array.core import normalize_chunks
     chunks = tuple(min(c[0], s) if c else s for c, s in zip(like_chunks, arr.shape)) \
         if len(like_chunks) == arr.ndim else "auto"
-    return da.from_array(arr, chunks=chunks)
+    return normalize_chunks(chunks, arr.shape, dtype=arr.dtype)
+
+
+def _source(name, arr, da, like_chunks):
+    """A Dask input as it is; a numpy input as one key of the graph, under a fresh name
+    (no hash of its data is computed: each call makes new keys)."""
+    if isinstance(arr, da.Array):
+        return arr
+    key = f"tilesolve-array-{name}-{uuid.uuid4().hex}"
+    return InGraphArray(key, arr, _nominal_chunks(arr, like_chunks))
 
 
 def _prepare(compiled, sizes, chunks, num_threads, inputs_and_params):
@@ -129,13 +141,14 @@ def _prepare(compiled, sizes, chunks, num_threads, inputs_and_params):
     sizes0 = list(firsts[0])
     shape = tuple(reversed(sizes0))
     dtypes = [pipe.func(n).type.dtype for n in pipe.output_names]
-    if chunks is None:
-        same = [a for a in images.values() if isinstance(a, da.Array) and a.shape == shape]
-        chunks = same[0].chunks if same else "auto"
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
+        itemsize = sum(np.dtype(t).itemsize for t in dtypes)
+        chunks = auto_chunks(shape, itemsize, like=[a for a in images.values()
+                                                    if isinstance(a, da.Array)])
     chunks = da.core.normalize_chunks(chunks, shape, dtype=dtypes[0])
     extents = {n: list(reversed(a.shape)) for n, a in images.items()}
     _check_whole(pipe, out_sizes, extents, params)
-    sources = {n: _as_dask(a, da, chunks) for n, a in images.items()}
+    sources = {n: _source(n, a, da, chunks) for n, a in images.items()}
     token = tokenize(compiled.pipeline.output_names, id(compiled), sizes0, chunks,
                      {n: a.name for n, a in sources.items()}, sorted(params.items()),
                      num_threads)
@@ -149,9 +162,10 @@ def to_dask(compiled, sizes, chunks=None, *, num_threads: int = 1, **inputs_and_
     """The outputs of ``compiled`` over ``sizes`` (innermost first) as lazy Dask arrays in
     numpy axis order, one task per chunk.
 
-    ``chunks``: output chunks in numpy axis order, anything ``dask.array`` accepts
-    (default: an input's chunks when it has the output's shape, else "auto").  Inputs:
-    numpy or Dask arrays (e.g. ``da.from_zarr``); Params: numbers.  ``num_threads``: the
+    ``chunks``: output chunks in numpy axis order, anything ``dask.array`` accepts, used
+    as given; None or "auto": a few large row bands, about one per worker thread of the
+    current Client (see :mod:`.chunking`).  Inputs: numpy arrays (one key of the graph;
+    tasks read views of them) or Dask arrays (e.g. ``da.from_zarr``); Params: numbers.  ``num_threads``: the
     threads of each task's compiled code (1: Dask's workers provide the parallelism).
     Returns one array, or a tuple in output order for several outputs (which must have
     the same sizes)."""

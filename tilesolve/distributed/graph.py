@@ -1,11 +1,21 @@
 """Dask graphs of chunk tasks: one task per output box, reading exactly the input region
 that bounds inference gives for it.
 
-For each box and input, the region (clipped to the input) is cut along the input's Dask
-chunks: chunks used whole are passed as they are, the others through a slicing task that
-runs where the chunk lives, so only the halo strip travels between workers.  The task
-(:func:`.worker.run_box`) puts the pieces together (no copy when one chunk covers the
-region) and realizes the compiled chunk pipeline.
+How a task gets each input region, cheapest first:
+
+* a numpy input is one key of the graph (sent once to each worker that needs it, never
+  copied per task); the task reads a *view* of its region;
+* a Dask input whose region lies inside one chunk: the task depends on that chunk and
+  reads a view of it;
+* otherwise the box is cut into row bands (:mod:`.bands`): view bands as above, and
+  copy bands near chunk boundaries whose small regions are assembled from pieces;
+* when bands do not help (chunks cut across columns too), the region is assembled from
+  its pieces, as one copy.  Chunks used whole are passed as they are, the others through
+  a slicing task that runs where the chunk lives, so only halo strips travel between
+  workers.
+
+The task (:func:`.worker.run_box`) realizes each band of the compiled chunk pipeline
+straight into its rows of the output chunk.
 """
 from __future__ import annotations
 
@@ -15,9 +25,10 @@ from bisect import bisect_right
 
 import numpy as np
 
+from .bands import row_bands
 from .worker import run_box
 
-__all__ = ["BoxGraph", "block_boxes"]
+__all__ = ["BoxGraph", "block_boxes", "InGraphArray"]
 
 
 def block_boxes(chunks):
@@ -26,6 +37,15 @@ def block_boxes(chunks):
     for idx in itertools.product(*(range(len(c)) for c in chunks)):
         yield (idx, [starts[k][i] for k, i in enumerate(idx)],
                [int(chunks[k][i]) for k, i in enumerate(idx)])
+
+
+class InGraphArray:
+    """A numpy input held by one key of the graph (``name``).  ``chunks``: a nominal
+    chunking, used only to tile reductions over it."""
+
+    def __init__(self, name: str, array: np.ndarray, chunks):
+        self.name, self.array, self.chunks = name, array, chunks
+        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
 
 
 class _Source:
@@ -37,9 +57,20 @@ class _Source:
         self.bounds = [np.concatenate([[0], np.cumsum(c)]).astype(int).tolist()
                        for c in arr.chunks]
 
+    def block_of(self, region_np):
+        """The block index holding all of ``region_np`` ([(lo, hi)] per numpy axis,
+        inclusive), or None when it crosses a block boundary."""
+        idx = []
+        for (lo, hi), b in zip(region_np, self.bounds):
+            i = bisect_right(b, lo) - 1
+            if hi >= b[i + 1]:
+                return None
+            idx.append(i)
+        return tuple(idx)
+
     def pieces(self, region_np):
-        """(block index, block-local slice, region-local slice) covering ``region_np``
-        ([(lo, hi)] per numpy axis, inclusive)."""
+        """(block index, block-local slice, region-local slice, whole block?) covering
+        ``region_np``."""
         per_axis = []
         for (lo, hi), b in zip(region_np, self.bounds):
             first, last = bisect_right(b, lo) - 1, bisect_right(b, hi) - 1
@@ -54,19 +85,27 @@ class _Source:
 
 
 class BoxGraph:
-    """A graph layer of ``plan`` realized over boxes (collects tasks and dependencies)."""
+    """A graph layer of ``plan`` realized over boxes (collects tasks and dependencies).
+    ``bands``: whether boxes may be cut into row bands (see the module docstring)."""
 
-    def __init__(self, plan, sources: dict, extents: dict, params: dict, token: str):
+    def __init__(self, plan, sources: dict, extents: dict, params: dict, token: str,
+                 bands: bool = True):
         self.plan = plan
-        self.sources = {n: _Source(a) for n, a in sources.items()}
+        self.sources = {n: a if isinstance(a, InGraphArray) else _Source(a)
+                        for n, a in sources.items()}
         self.extents = extents
         self.params = params
         self.token = token
+        self.bands = bands
         self.layer: dict = {}
         self.spec_key = f"tilesolve-spec-{plan.shipped.key}"
         self.layer[self.spec_key] = plan.shipped
+        for s in self.sources.values():
+            if isinstance(s, InGraphArray):
+                self.layer[s.name] = s.array
         self._slices: dict = {}
         self.read: dict = {}          # task key -> {input: region}, for tests and reports
+        self.split: dict = {}         # task key -> [(row lo, row hi, view?)] when banded
 
     def _piece_key(self, src: _Source, bidx, local, whole):
         key = (src.name,) + bidx
@@ -80,28 +119,65 @@ class BoxGraph:
             self._slices[memo] = hit
         return hit
 
-    def add_box(self, key, origin: dict, sizes: dict, extra: dict | None = None):
-        """A task ``key`` realizing the plan's outputs over the box (origin and sizes by
-        output name, innermost first)."""
+    def _regions(self, origin, sizes, extra):
         regions = self.plan.regions(origin, sizes, self.params, self.extents, extra)
-        scalars = self.plan.scalars(origin, regions, self.params, self.extents, extra)
-        inputs, keys = [], []
+        for name in self.plan.rw.mins:
+            if regions.get(name) is None:    # read nowhere: one element satisfies realize()
+                regions[name] = [(0, 0)] * len(self.extents[name])
+        return regions
+
+    def _inside(self, regions) -> bool:
+        return all(isinstance(s, InGraphArray) or
+                   s.block_of(list(reversed(regions[n]))) is not None
+                   for n, s in self.sources.items() if n in regions)
+
+    def _inputs(self, regions, keys):
+        """The input specs of one band, appending the keys of its pieces to ``keys``."""
+        specs = []
         for name in self.plan.rw.mins:
             src = self.sources[name]
-            reg = regions.get(name)
-            if reg is None:          # read nowhere: any one element satisfies realize()
-                reg = [(0, 0)] * len(self.extents[name])
-                regions[name] = reg
-                scalars.update(zip(self.plan.rw.mins[name], [0] * len(reg)))
-            reg_np = list(reversed(reg))
+            reg_np = list(reversed(regions[name]))
+            if isinstance(src, InGraphArray):
+                keys.append(src.name)
+                specs.append((name, "view", tuple((lo, hi + 1) for lo, hi in reg_np)))
+                continue
+            bidx = src.block_of(reg_np)
+            if bidx is not None:       # a view of one chunk, sliced inside the task
+                keys.append((src.name,) + bidx)
+                specs.append((name, "view", tuple(
+                    (lo - b[i], hi + 1 - b[i]) for (lo, hi), b, i in zip(reg_np, src.bounds, bidx))))
+                continue
             wheres = []
             for bidx, local, target, whole in src.pieces(reg_np):
                 keys.append(self._piece_key(src, bidx, local, whole))
                 wheres.append(tuple(target))
             shape = tuple(hi - lo + 1 for lo, hi in reg_np)
-            inputs.append((name, shape, np.dtype(src.arr.dtype).str, tuple(wheres)))
-        first = next(iter(sizes.values()))
-        layout = (tuple(first), scalars, tuple(inputs))
-        self.layer[key] = (run_box, self.spec_key, layout) + tuple(keys)
+            specs.append((name, "copy", (shape, np.dtype(src.arr.dtype).str, tuple(wheres))))
+        return tuple(specs)
+
+    def add_box(self, key, origin: dict, sizes: dict, extra: dict | None = None):
+        """A task ``key`` realizing the plan's outputs over the box (origin and sizes by
+        output name, innermost first)."""
+        regions = self._regions(origin, sizes, extra)
+        first = list(next(iter(sizes.values())))
+        rows = first[-1]
+        cut = None
+        if self.bands and extra is None and rows > 1 and not self._inside(regions):
+            def regions_of(a, b):
+                o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
+                s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
+                return self._regions(o, s, None)
+            cut = row_bands(regions_of, rows, self._inside)
+        if cut is None:
+            cut = [(0, rows, regions, None)]
+        bands, keys = [], []
+        for a, b, reg, view in cut:
+            o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
+            scalars = self.plan.scalars(o, reg, self.params, self.extents, extra)
+            bands.append((a, b, tuple(first[:-1]) + (b - a,), scalars, self._inputs(reg, keys)))
+        self.layer[key] = (run_box, self.spec_key, (tuple(reversed(first)), tuple(bands))) + \
+            tuple(keys)
         self.read[key] = regions
+        if len(cut) > 1:
+            self.split[key] = [(a, b, v) for a, b, _, v in cut]
         return key

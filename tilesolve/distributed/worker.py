@@ -21,8 +21,8 @@ __all__ = ["ShippedPipeline", "compiled_for", "run_box", "assemble", "combine",
 
 _COMPILED: dict = {}
 _LOCK = threading.Lock()
-_STATS = {"compiles": 0, "tasks": 0, "task_bytes": 0, "assemble_s": 0.0, "realize_s": 0.0,
-          "task_cpu_s": 0.0}
+_STATS = {"compiles": 0, "tasks": 0, "bands": 0, "task_bytes": 0, "copied_bytes": 0,
+          "assemble_s": 0.0, "realize_s": 0.0, "task_cpu_s": 0.0}
 _SAMPLER: dict = {}
 
 
@@ -47,15 +47,16 @@ class ShippedPipeline:
     def __repr__(self):
         return f"<ShippedPipeline {self.name} {self.key}>"
 
-    def build(self):
-        """Decode and compile (no memo; see :func:`compiled_for`)."""
+    def build(self, checked: bool = False):
+        """Decode and compile (no memo; see :func:`compiled_for`).  ``checked``: a checked
+        build, whose every load and store is tested against its buffer (for tests)."""
         from ..backend.compile import compile as ts_compile
         from ..model.schedule import Schedule
         from .serialize import decode
         enc, sched, nthreads = pickle.loads(self.blob)
         pipe = decode(enc)
         schedule = None if sched is None else Schedule.from_json(sched, pipe)
-        return ts_compile(pipe, schedule, num_threads=nthreads)
+        return ts_compile(pipe, schedule, num_threads=nthreads, checked=checked)
 
 
 def compiled_for(shipped: ShippedPipeline):
@@ -99,41 +100,62 @@ def _scratch_pool() -> dict:
     return pool
 
 
+def _input(spec, pieces, k, pool, used):
+    """The array of one input spec, from ``pieces[k:]``: (array, pieces consumed)."""
+    name, kind, data = spec
+    if kind == "view":                 # a view of one chunk or of the whole input
+        arr = pieces[k]
+        return arr[tuple(slice(a, b) for a, b in data)], 1
+    shape, dtype, wheres = data
+    mine = list(zip(pieces[k:k + len(wheres)], wheres))
+    if len(mine) == 1 and mine[0][0].shape == tuple(shape):
+        return assemble(shape, dtype, mine), 1           # the piece itself: never pooled
+    key = (tuple(shape), np.dtype(dtype).str)
+    free = pool.get(key)
+    a = assemble(shape, dtype, mine, free.pop() if free else None)
+    used.append((key, a))             # our own copy: reused once the task is done
+    _STATS["copied_bytes"] += a.nbytes
+    return a, len(wheres)
+
+
 def run_box(shipped: ShippedPipeline, layout, *pieces):
-    """Realize ``shipped`` over one box.  ``layout``: (sizes innermost first, scalars (user
-    Params and the box's origin, slice mins, whole extents), inputs), where inputs is a
-    tuple of (name, numpy shape, dtype, target slices of each piece); ``pieces``: the
-    arrays, in that order (positional, so that Dask resolves their keys)."""
-    sizes, scalars, inputs = layout
+    """Realize ``shipped`` over one box.  ``layout``: (numpy shape of the box, bands); a
+    band is (first row, end row, its sizes innermost first, scalars (user Params and the
+    band's origin, slice mins, whole extents), input specs), realized into those rows
+    (numpy axis 0) of the output chunk.  An input spec is (name, "view", slices of its
+    piece) or (name, "copy", (numpy shape, dtype, target slices of each piece)).
+    ``pieces``: the arrays, in that order (positional, so that Dask resolves their
+    keys)."""
+    shape, bands = layout
     c = compiled_for(shipped)
     cpu0 = time.thread_time()
-    t0 = time.perf_counter()
-    arrays, k, pool, used = {}, 0, _scratch_pool(), []
-    for name, shape, dtype, wheres in inputs:
-        mine = list(zip(pieces[k:k + len(wheres)], wheres))
-        if len(mine) == 1 and mine[0][0].shape == tuple(shape):
-            a = assemble(shape, dtype, mine)          # the piece itself: never pooled
-        else:
-            key = (tuple(shape), np.dtype(dtype).str)
-            free = pool.get(key)
-            a = assemble(shape, dtype, mine, free.pop() if free else None)
-            used.append((key, a))     # our own copy: reused once the task is done
-        arrays[name] = a
-        k += len(wheres)
-    t1 = time.perf_counter()
-    out = c.realize(list(sizes), **arrays, **scalars)
+    names = c.pipeline.output_names
+    outs = tuple(np.empty(shape, c.pipeline.func(n).type.dtype) for n in names)
+    k, pool, used, held, t_in, t_run = 0, _scratch_pool(), [], 0, 0.0, 0.0
+    for a, b, sizes, scalars, inputs in bands:
+        t0 = time.perf_counter()
+        arrays = {}
+        for spec in inputs:
+            arrays[spec[0]], n = _input(spec, pieces, k, pool, used)
+            k += n
+        t1 = time.perf_counter()
+        rows = tuple(o[a:b] for o in outs) if len(bands) > 1 else outs
+        c.realize(list(sizes), out=rows[0] if len(rows) == 1 else rows, **arrays, **scalars)
+        t_in += t1 - t0
+        t_run += time.perf_counter() - t1
+        held = max(held, sum(x.nbytes for x in arrays.values()))
     for key, a in used:               # the task is done with its inputs: reuse them
         pool.setdefault(key, []).append(a)
     while len(pool) > 4:              # bounded: the shapes of the latest tasks only
         del pool[next(iter(pool))]
     _STATS["tasks"] += 1
-    _STATS["assemble_s"] += t1 - t0
-    _STATS["realize_s"] += time.perf_counter() - t1
+    _STATS["bands"] += len(bands)
+    _STATS["assemble_s"] += t_in
+    _STATS["realize_s"] += t_run
     _STATS["task_cpu_s"] += time.thread_time() - cpu0
-    res = out if isinstance(out, tuple) else (out,)
-    held = sum(a.nbytes for a in arrays.values()) + sum(a.nbytes for a in res)
+    held += sum(o.nbytes for o in outs)
     _STATS["task_bytes"] = max(_STATS["task_bytes"], held)
-    return out
+    return outs[0] if len(outs) == 1 else outs
 
 
 def combine(op: str, *parts):
