@@ -12,7 +12,7 @@ _LAZY = {
     "autotune": ("tilesolve.tune.autotune", "autotune"),
     "refit": ("tilesolve.tune.autotune", "refit"),
     "db_samples": ("tilesolve.tune.autotune", "db_samples"),
-    "spearman": ("tilesolve.tune.autotune", "spearman"),
+    "spearman": ("tilesolve.tune.stats", "spearman"),
     "TuneResult": ("tilesolve.tune.autotune", "TuneResult"),
     "TuneRecord": ("tilesolve.tune.autotune", "TuneRecord"),
     "default_db_path": ("tilesolve.tune.db", "default_db_path"),

@@ -42,6 +42,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..errors import TilesolveError
+from .stats import spearman as rank_correlation
 
 __all__ = ["fit_spec", "FitReport", "price_samples", "spearman", "PricedSample"]
 
@@ -97,27 +98,11 @@ class FitReport:
         return ", ".join(parts)
 
 
-def _ranks(v: np.ndarray) -> np.ndarray:
-    """Ranks from 1, ties given their average rank."""
-    order = np.argsort(v, kind="mergesort")
-    ranks = np.empty(len(v), dtype=float)
-    sv = v[order]
-    i = 0
-    while i < len(v):
-        j = i
-        while j + 1 < len(v) and sv[j + 1] == sv[i]:
-            j += 1
-        ranks[order[i:j + 1]] = (i + j) / 2.0 + 1.0
-        i = j + 1
-    return ranks
-
-
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
-    """Spearman rank correlation of ``a`` and ``b`` (nan if either is constant)."""
-    ra, rb = _ranks(np.asarray(a, dtype=float)), _ranks(np.asarray(b, dtype=float))
-    if len(ra) < 2 or ra.std() == 0 or rb.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(ra, rb)[0, 1])
+    """Spearman rank correlation of ``a`` and ``b`` (nan where ``stats.spearman`` gives
+    None: fewer than 3 pairs, or a constant side)."""
+    r = rank_correlation(list(a), list(b))
+    return float("nan") if r is None else r
 
 
 def price_samples(spec, samples) -> List[PricedSample]:
