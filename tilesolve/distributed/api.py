@@ -218,6 +218,7 @@ class _Job:
         self.reductions: list = []
         self.final_output = None
         self.read: dict = {}
+        self.split: dict = {}        # task key -> its row bands, where cut (for tests)
 
     def _plan(self, **kw):
         return chunk_plan(self.compiled, self.num_threads, **kw)
@@ -338,6 +339,7 @@ class _Job:
             g.add_box((base,) + idx, {n: origin for n in names}, {n: csz for n in names})
         self.layer.update(g.layer)
         self.read.update(g.read)
+        self.split.update(g.split)
         if len(names) == 1:
             graph = HighLevelGraph.from_collections(base, self.layer, dependencies=deps)
             self.arrays = [da.Array(graph, base, self.chunks, dtype=dtypes[0])]

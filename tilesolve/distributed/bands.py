@@ -28,10 +28,13 @@ MAX_BANDS = 64              # per box: each band is one realize() call (~1 ms of
 MAX_COPY_FRACTION = 0.25    # copy bands beyond this share of the rows: keep the box whole
 
 
-def row_bands(regions_of, rows: int, inside):
+def row_bands(regions_of, rows: int, inside, reach=None):
     """[(row lo, row hi, regions, view?)] covering rows [0, rows) of a box, or None
     (keep the box whole).  ``regions_of(a, b)``: input -> region for rows [a, b) (may
-    raise ChunkingError); ``inside(regions)``: whether every region lies in one chunk."""
+    raise ChunkingError); ``inside(regions)``: whether every region lies in one chunk;
+    ``reach(r0, r1)``: a guess, from the regions of two consecutive rows, of how many
+    rows from the first stay inside its chunks (checked before use: a wrong guess only
+    costs a few more region queries)."""
     memo = {}
 
     def reg(a, b):
@@ -50,7 +53,7 @@ def row_bands(regions_of, rows: int, inside):
         cap = max(1, int(rows * MAX_COPY_FRACTION))
         while y < rows:
             if good(y, y + 1):
-                e = _last_good(good, y, rows)
+                e = _guessed(good, reg, reach, y, rows) or _last_good(good, y, rows)
                 bands.append((y, e, reg(y, e), True))
             else:
                 e = _first_good_row(good, y, rows, cap)
@@ -68,6 +71,18 @@ def row_bands(regions_of, rows: int, inside):
     if all(not v for *_, v in bands):
         return None
     return bands
+
+
+def _guessed(good, reg, reach, y: int, rows: int):
+    """The end of the view band from y that ``reach`` predicts, if the prediction is
+    exact (good up to it, bad one row further); else None."""
+    if reach is None or y + 1 >= rows:
+        return None
+    m = reach(reg(y, y + 1), reg(y + 1, y + 2))
+    e = rows if m is None else min(rows, y + max(1, int(m)))
+    if good(y, e) and (e == rows or not good(y, e + 1)):
+        return e
+    return None
 
 
 def _last_good(good, y: int, rows: int) -> int:

@@ -131,6 +131,27 @@ class BoxGraph:
                    s.block_of(list(reversed(regions[n]))) is not None
                    for n, s in self.sources.items() if n in regions)
 
+    def _reach(self, r0, r1):
+        """How many rows from a row reading ``r0`` (the next one reading ``r1``) stay in
+        the chunks of ``r0``, if regions move linearly with the row; None: unbounded."""
+        best = None
+        for n, s in self.sources.items():
+            if isinstance(s, InGraphArray) or n not in r0:
+                continue
+            a, b = list(reversed(r0[n])), list(reversed(r1[n]))
+            idx = s.block_of(a)
+            if idx is None:
+                return 1
+            for (lo0, hi0), (lo1, hi1), bnd, i in zip(a, b, s.bounds, idx):
+                m = None
+                if hi1 > hi0:
+                    m = (bnd[i + 1] - 1 - hi0) // (hi1 - hi0) + 1
+                elif lo1 < lo0:
+                    m = (lo0 - bnd[i]) // (lo0 - lo1) + 1
+                if m is not None:
+                    best = m if best is None else min(best, m)
+        return best
+
     def _inputs(self, regions, keys):
         """The input specs of one band, appending the keys of its pieces to ``keys``."""
         specs = []
@@ -167,7 +188,7 @@ class BoxGraph:
                 o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
                 s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
                 return self._regions(o, s, None)
-            cut = row_bands(regions_of, rows, self._inside)
+            cut = row_bands(regions_of, rows, self._inside, self._reach)
         if cut is None:
             cut = [(0, rows, regions, None)]
         bands, keys = [], []

@@ -1,0 +1,212 @@
+"""tilesolve.distributed without copies: numpy inputs read through views, row bands over
+Dask inputs (only halo strips copied), outputs written in place, automatic chunks.
+
+Results are compared with ``ts.reference.realize``.  Most graphs run in this process
+(``scheduler="sync"``) with a *checked* build of the chunk pipeline, whose every load is
+tested against the array it is given: together with the views' bounds (inside the
+source array, asserted from the graph) this shows that no task reads outside its input.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilesolve as ts
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+import tilesolve.distributed as tsd  # noqa: E402
+from tilesolve.distributed import worker as W  # noqa: E402
+from tilesolve.distributed.api import _prepare  # noqa: E402
+from tilesolve.distributed.chunking import auto_chunks  # noqa: E402
+from tilesolve.distributed.graph import InGraphArray  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _same(got, want):
+    if np.dtype(got.dtype).kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+def _blur3(t=ts.float32, bc="repeat_edge"):
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(t, 2, "input")
+    src = getattr(ts.boundary, bc)(inp) if bc else inp
+    bx, by = ts.Func("bx"), ts.Func("by")
+    bx[x, y] = (src[x - 1, y] + src[x, y] + src[x + 1, y]) / 3
+    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
+    return ts.Pipeline(by)
+
+
+def _checked(job):
+    """Compile the job's chunk pipelines as checked builds in this process (the memo
+    run_box uses), so that any read outside a task's arrays fails the task."""
+    added = []
+    for v in job.layer.values():
+        if isinstance(v, W.ShippedPipeline) and v.key not in W._COMPILED:
+            W._COMPILED[v.key] = v.build(checked=True)
+            added.append(v.key)
+    return added
+
+
+def _run(compiled, sizes, chunks, **inputs):
+    """(job, results) of to_dask run in this process under checked builds."""
+    job = _prepare(compiled, sizes, chunks, 1, inputs)
+    added = _checked(job)
+    try:
+        got = da.compute(*job.arrays, scheduler="sync")
+    finally:
+        for k in added:
+            W._COMPILED.pop(k, None)
+    return job, got
+
+
+def _tasks(job):
+    return {k: v for k, v in job.layer.items() if isinstance(v, tuple) and v and v[0] is W.run_box}
+
+
+def _views_inside(job, shapes):
+    """Every view a task takes lies inside the array it is cut from: the whole input
+    (``shapes``: input -> numpy shape) or one Dask chunk (bounded by the chunk's size,
+    checked by numpy when slicing; here against the input shape)."""
+    n = 0
+    for key, task in _tasks(job).items():
+        for *_, inputs in task[2][1]:
+            for name, kind, data in inputs:
+                if kind == "view":
+                    n += 1
+                    assert all(0 <= a < b <= s for (a, b), s in zip(data, shapes[name])), \
+                        (key, name, data)
+    return n
+
+
+# -- numpy inputs: one key, views ------------------------------------------------------
+@pytest.mark.parametrize("bc", ["repeat_edge", "constant_exterior", "mirror_interior"])
+def test_numpy_input_is_one_key_read_through_views(bc):
+    pipe = _blur3(ts.float32, bc)
+    c = ts.compile(pipe)
+    img = np.random.default_rng(1).random((61, 83), dtype=np.float32)
+    job, (got,) = _run(c, [83, 61], (13, 17), input=img)
+    _same(got, ts.reference.realize(pipe, [83, 61], input=img))
+    held = [k for k, v in job.layer.items() if v is img]
+    assert len(held) == 1 and isinstance(job.sources["input"], InGraphArray)
+    assert _views_inside(job, {"input": img.shape}) == 5 * 5
+
+
+def test_numpy_views_copy_nothing_and_cover_the_true_edges():
+    """A 2x downsample through mirror_image on a numpy input: no assembled input at all,
+    and edge chunks read up to the input's true edges."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.int32, 2, "input")
+    m = ts.boundary.mirror_image(inp)
+    d = ts.Func("d")
+    d[x, y] = m[2 * x - 1, 2 * y] + 3 * m[2 * x + 1, 2 * y + 1]
+    pipe = ts.Pipeline(d)
+    img = np.random.default_rng(2).integers(-100, 100, (37, 45)).astype(np.int32)
+    before = W._STATS["copied_bytes"]
+    job, (got,) = _run(ts.compile(pipe), [23, 19], (7, 5), input=img)
+    assert W._STATS["copied_bytes"] == before
+    _same(got, ts.reference.realize(pipe, [23, 19], input=img))
+    _views_inside(job, {"input": img.shape})
+    reads = [r["input"] for r in job.read.values()]
+    assert min(r[0][0] for r in reads) == 0 and max(r[0][1] for r in reads) == 44
+
+
+def test_numpy_input_on_process_workers(client):
+    """The same graph on two worker processes: the array travels as one key."""
+    pipe = _blur3(ts.uint16, "repeat_edge")
+    c = ts.compile(pipe)
+    img = np.random.default_rng(3).integers(0, 2 ** 16, (70, 90)).astype(np.uint16)
+    out = tsd.to_dask(c, [90, 70], chunks=(9, 90), input=img)
+    assert sum(1 for v in dict(out.__dask_graph__()).values()
+               if getattr(v, "value", v) is img) == 1
+    _same(out.compute(), ts.reference.realize(pipe, [90, 70], input=img))
+
+
+# -- Dask inputs: row bands ------------------------------------------------------------
+@pytest.mark.parametrize("bc", ["repeat_edge", "constant_exterior", "mirror_interior", None])
+def test_row_bands_over_dask_row_chunks(bc):
+    """Input in row chunks of 16, output in row bands of 20: each task reads views of
+    chunks and copies only the rows around each chunk boundary."""
+    if bc is None:                   # the blur app: no boundary condition, a larger input
+        from tilesolve.apps import blur
+        pipe, _ = blur.build([83, 61])
+    else:
+        pipe = _blur3(ts.float32, bc)
+    c = ts.compile(pipe)
+    n = 2 if bc is None else 0
+    img = np.random.default_rng(4).random((61 + n, 83 + n), dtype=np.float32)
+    job, (got,) = _run(c, [83, 61], (20, 83), input=da.from_array(img, chunks=(16, 83 + n)))
+    _same(got, ts.reference.realize(pipe, [83, 61], input=img))
+    assert job.split and all(len(b) >= 3 for b in job.split.values())
+    for key, task in _tasks(job).items():
+        for a, b, _, _, inputs in task[2][1]:
+            top = 20 * key[1] + a
+            if bc == "mirror_interior" and (top == 0 or top + b - a == 61):
+                continue                 # a mirrored edge row reads the whole column
+            for name, kind, data in inputs:
+                if kind == "copy":       # a halo strip, not the chunk
+                    assert data[0][0] <= 4, (key, a, b, data[0])
+
+
+def test_row_bands_with_downsampling_and_two_outputs():
+    """Rows that read two input rows each (the guess of where a band ends is checked,
+    then searched), and two outputs written band by band."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.int32, 2, "input")
+    e = ts.boundary.repeat_edge(inp)
+    d, u = ts.Func("d"), ts.Func("u")
+    d[x, y] = e[2 * x, 2 * y - 1] + e[2 * x + 1, 2 * y + 2] * 7 + y
+    u[x, y] = d[x, y] * 2 - x
+    pipe = ts.Pipeline([d, u])
+    img = np.random.default_rng(5).integers(-50, 50, (81, 60)).astype(np.int32)
+    job, got = _run(ts.compile(pipe), [30, 40], (13, 30),
+                    input=da.from_array(img, chunks=(9, 60)))
+    for g, w in zip(got, ts.reference.realize(pipe, [30, 40], input=img)):
+        _same(g, w)
+    assert job.split
+
+
+def test_two_dimensional_chunks_are_assembled_whole():
+    """Chunks cut across columns: no useful bands, the task assembles its region."""
+    pipe = _blur3(ts.float32, "repeat_edge")
+    img = np.random.default_rng(6).random((40, 50), dtype=np.float32)
+    job, (got,) = _run(ts.compile(pipe), [50, 40], (20, 25),
+                       input=da.from_array(img, chunks=(20, 25)))
+    _same(got, ts.reference.realize(pipe, [50, 40], input=img))
+    assert not job.split
+
+
+# -- automatic chunks ------------------------------------------------------------------
+def test_auto_chunks_follow_workers_work_and_memory():
+    big = (9600, 12800)
+    assert auto_chunks(big, 4, workers=2) == ((4800, 4800), (12800,))
+    assert auto_chunks(big, 4, workers=1) == ((9600,), (12800,))
+    assert auto_chunks((100, 120), 4, workers=8) == ((100,), (120,))      # too little work
+    many = auto_chunks((40000, 40000), 2, workers=2)                      # 3.2 GB of output
+    assert len(many[0]) == 6 and max(many[0]) * 40000 * 2 <= 512 * 2 ** 20
+    assert auto_chunks((3, 4000, 4000), 4, workers=2) == ((3,), (2000, 2000), (4000,))
+    like = da.zeros((9602, 12802), chunks=(1000, 12802))
+    assert auto_chunks(big, 4, workers=2, like=[like]) == ((5000, 4600), (12800,))
+
+
+def test_auto_chunks_use_the_client_threads(client):
+    pipe = _blur3(ts.float32, "repeat_edge")
+    img = np.zeros((3000, 3000), np.float32)
+    out = tsd.to_dask(ts.compile(pipe), [3000, 3000], input=img)
+    assert out.chunks == ((1500, 1500), (3000,))
+    small = tsd.to_dask(ts.compile(pipe), [300, 200], chunks="auto", input=img[:200, :300])
+    assert small.chunks == ((200,), (300,))
+    given = tsd.to_dask(ts.compile(pipe), [300, 200], chunks=(7, 300), input=img[:200, :300])
+    assert given.chunks[0][:2] == (7, 7) and given.chunks[1] == (300,)
