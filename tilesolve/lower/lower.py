@@ -23,6 +23,7 @@ from ..model.pipeline import Pipeline
 from . import ir as L
 from .flatten import flatten_storage
 from .inline import Inliner
+from .partition import partition_loops
 from .plan import make_plan
 from .realize import func_value_bounds_for, place_realizations
 from .regions import input_region_exprs
@@ -99,6 +100,8 @@ def _lower(pipeline, schedule, target, check):
     except BoundsError:
         out_reads = ()      # unbounded: the algorithm's regions (checked at realize) say so
     body = flatten_storage(body, buffer_args)
+    if plan.target == "cpu":
+        body = partition_loops(body)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
     check_lanes(body)

@@ -1,0 +1,378 @@
+"""Loop partitioning of boundary clamps: a prologue, a clamp-free steady state, an epilogue.
+
+A boundary condition reads its input at ``min(max(x + k, 0), W - 1)``.  Inside the
+image the clamp does nothing, yet it stays in every iteration, and in a vectorized
+loop it turns each shifted tap into a gather.  This pass does what Halide's
+PartitionLoops does for ``likely`` clamps: it splits an innermost serial loop
+
+    for v in [m, m + n): body
+
+into three loops over the same body,
+
+    for v in [m, s0): body                      (prologue: the left edge)
+    for v.steady in [s0, s1): body'             (steady state: no clamps)
+    for v in [s1, m + n): body                  (epilogue: the right edge)
+
+where ``body'`` has every clamp of a load's index that provably does nothing for
+``v`` in ``[s0, s1)`` replaced by its unclamped operand; a dense vector load then
+replaces the gather.
+
+**Which clamps.**  An integer ``min``/``max`` node inside the index of a ``Load`` (or
+the value of an integer let in the loop, such as the shift of a tail) with one
+operand that varies with ``v`` (or a vector lane or unrolled index inside the loop)
+and one that does not.  ``max(e, lo)`` is a no-op where ``e >= lo`` over the whole
+iteration; ``min(e, hi)`` where ``e <= hi``.  Nested clamps are taken bottom-up, so
+``min(max(e, 0), W - 1)`` needs ``0 <= e <= W - 1``.
+
+**Solving for the steady range.**  The condition ``X >= 0`` (``X`` is the bound of
+the clamped operand over the lanes, minus the clamp's bound) is solved for ``v``
+into a *sufficient* range: linear terms give ``v >= ceil(-r/a)`` or ``v <= floor(r/-a)``;
+``min(P, Q) >= 0`` needs both; ``max(P, Q) >= 0`` takes the side that depends on ``v``;
+additive terms distribute into ``min``/``max``.  Conditions that do not mention ``v``
+become a guard checked once per loop entry (false: the steady loop is empty).  A clamp
+whose condition cannot be solved this way stays in the steady body, so the result is
+always correct: the steady body runs only where every removed clamp was a no-op.
+
+The pass runs last in lowering, after bounds inference and storage flattening, so
+regions and allocations are those of the unpartitioned program.  CPU only.
+"""
+from __future__ import annotations
+
+from ..analysis.intervals import Interval, bounds_of
+from ..analysis.simplify import simplify
+from ..model import expr as E
+from ..model.visit import substitute, substitute_names, walk
+from . import ir as L
+
+_LOOPS = ("serial", "parallel", "gpu_block", "gpu_thread")
+
+
+def partition_loops(body: L.Stmt) -> L.Stmt:
+    """Partition every innermost serial loop whose loads clamp their index (see above)."""
+    def fn_stmt(s):
+        if not isinstance(s, L.For):
+            return None
+        if s.kind in ("vectorized", "gpu_block", "gpu_thread"):
+            return s            # lanes and GPU code are left alone
+        if s.kind == "serial" and _innermost(s):
+            return _partition(s) or s
+        return None
+    return L.map_stmt(body, fn_stmt)
+
+
+def _innermost(loop: L.For) -> bool:
+    return not any(isinstance(n, L.For) and n.kind in _LOOPS for n in L.walk_stmts(loop.body))
+
+
+# ---------------------------------------------------------------------------
+# Finding the clamps of one loop body
+# ---------------------------------------------------------------------------
+class _Site:
+    """What the loop body binds: inner lets (name -> value) and lane/unrolled ranges."""
+
+    def __init__(self, var: str):
+        self.var = var
+        self.lets: dict[str, E.Expr] = {}
+        self.ranges: dict[str, Interval] = {}
+
+    def inner_names(self) -> set:
+        return {self.var} | set(self.lets) | set(self.ranges)
+
+    def expand(self, e: E.Expr) -> E.Expr:
+        """``e`` with the body's lets substituted (to a fixed point)."""
+        for _ in range(len(self.lets) + 1):
+            names = {n.name for n in walk(e) if isinstance(n, E.Var)}
+            if not names & set(self.lets):
+                return e
+            e = substitute_names(e, {k: v for k, v in self.lets.items() if k in names})
+        return e
+
+
+def _collect(loop: L.For) -> tuple:
+    """(site, [the index of every Load in the body and the value of every integer let],
+    [every Expr of the body]), or None when the body binds something the solver cannot see through (a name bound
+    twice, an inner loop of run-time extent)."""
+    site, indices, exprs = _Site(loop.name), [], []
+    for s in L.walk_stmts(loop.body):
+        if isinstance(s, L.LetStmt):
+            if s.name in site.lets:
+                return None
+            site.lets[s.name] = s.value
+            if s.value.type.is_int():
+                indices.append(s.value)     # a tail's shift: min(v * f, extent - f)
+        elif isinstance(s, L.For):
+            if not (isinstance(s.min, E.Const) and isinstance(s.extent, E.Const)):
+                return None
+            site.ranges[s.name] = Interval(s.min.value, s.min.value + s.extent.value - 1)
+        for x in L.stmt_exprs(s):
+            exprs.append(x)
+            indices.extend(n.index for n in walk(x) if isinstance(n, L.Load))
+    return site, indices, exprs
+
+
+def _mentions(e: E.Expr, names: set) -> bool:
+    return any(isinstance(n, E.Var) and n.name in names for n in walk(e))
+
+
+def _clamps(site: _Site, indices: list, solve) -> dict:
+    """{clamp node: (kept operand, condition X: it is a no-op where X >= 0)} for every
+    clamp that ``solve(X)`` (a pair: its _Range of v and X simplified) places in a range
+    moving with v.  Bottom-up: a clamp's operand is
+    taken with the inner clamps already removed, which is sound because only the removed
+    ones (those solved) are substituted."""
+    inner = site.inner_names()
+    order, seen = [], set()
+    for ix in indices:
+        for n in walk(ix):
+            if id(n) not in seen and isinstance(n, E.BinOp) and n.op in ("min", "max") \
+                    and n.type.is_int():
+                seen.add(id(n))
+                order.append(n)
+    found: dict = {}
+    # walk() yields parents first: reversed, children come before their parents
+    for n in reversed(order):
+        a_var = _mentions(site.expand(n.a), inner)
+        b_var = _mentions(site.expand(n.b), inner)
+        if a_var == b_var:
+            continue
+        e, bound = (n.a, n.b) if a_var else (n.b, n.a)
+        if any(isinstance(m, L.Load) for m in walk(bound)):
+            continue
+        if found:
+            e = substitute(e, {k: val[0] for k, val in found.items()})
+        iv = bounds_of(site.expand(e), dict(site.ranges), symbolic=True)
+        end = iv.lo if n.op == "max" else iv.hi
+        if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+            continue
+        end = E.as_expr(end, e.type)
+        sol, cond = solve(end - bound if n.op == "max" else bound - end)
+        if sol is not None and (sol.los or sol.his):
+            found[n] = (e, [cond])
+    return found
+
+
+_NEGATE = {"lt": "ge", "le": "gt", "ge": "lt", "gt": "le"}
+
+
+def _always(site: _Site, c: E.Expr, want: bool):
+    """Conditions X (each X >= 0) under which the integer comparison tree ``c`` is
+    ``want`` at every lane, or None: ``a < b`` is false where min(a - b) >= 0, and true
+    where max(a - b) <= -1; an ``or`` is false where both sides are, an ``and`` true."""
+    if isinstance(c, E.Not):
+        return _always(site, c.a, not want)
+    if not isinstance(c, E.BinOp):
+        return None
+    if c.op in ("and", "or"):
+        if (c.op == "or") == want:
+            return None         # would need one side only: a union, not a range
+        a, b = _always(site, c.a, want), _always(site, c.b, want)
+        return None if a is None or b is None else a + b
+    op = c.op if want else _NEGATE.get(c.op)
+    if op not in ("lt", "le", "ge", "gt") or not c.a.type.is_int():
+        return None
+    iv = bounds_of(site.expand(c.a - c.b), dict(site.ranges), symbolic=True)
+    # op holds at every lane: d < 0, d <= 0, d >= 0 or d > 0 for d = a - b
+    end = iv.hi if op in ("lt", "le") else iv.lo
+    if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+        return None
+    end = E.as_expr(end, c.a.type)
+    return [{"lt": -1 - end, "le": 0 - end, "ge": end, "gt": end - 1}[op]]
+
+
+def _selects(site: _Site, exprs: list, solve) -> dict:
+    """{select node: (the branch it always takes, [conditions])} for every select whose
+    integer condition moves with v and can be placed in a range of v."""
+    inner, found, seen = site.inner_names(), {}, set()
+    for x in exprs:
+        for n in walk(x):
+            if not isinstance(n, E.Select) or id(n) in seen:
+                continue
+            seen.add(id(n))
+            if not _mentions(site.expand(n.cond), inner):
+                continue
+            for want, branch in ((False, n.false_value), (True, n.true_value)):
+                conds = _always(site, n.cond, want)
+                if not conds:
+                    continue
+                sols = [solve(c) for c in conds]
+                if all(sol is not None for sol, _ in sols) and any(sol.los or sol.his
+                                                                   for sol, _ in sols):
+                    found[n] = (branch, [c for _, c in sols])
+                    break
+    return found
+
+
+# ---------------------------------------------------------------------------
+# Solving X >= 0 for the loop variable
+# ---------------------------------------------------------------------------
+class _Range:
+    """A sufficient range of ``v``: every lower bound, every upper bound, every guard."""
+
+    def __init__(self, los=(), his=(), guards=()):
+        self.los, self.his, self.guards = list(los), list(his), list(guards)
+
+    def __and__(self, o: "_Range") -> "_Range":
+        return _Range(self.los + o.los, self.his + o.his, self.guards + o.guards)
+
+
+def _linear(e: E.Expr, v: str):
+    """(a, r) with e == a*v + r and r free of v, a an int; None if e is not so."""
+    if isinstance(e, E.Var) and e.name == v:
+        return 1, E.as_expr(0, e.type)
+    if not _mentions(e, {v}):
+        return 0, e
+    if isinstance(e, E.BinOp) and e.op in ("add", "sub"):
+        la, lb = _linear(e.a, v), _linear(e.b, v)
+        if la is None or lb is None:
+            return None
+        if e.op == "add":
+            return la[0] + lb[0], la[1] + lb[1]
+        return la[0] - lb[0], la[1] - lb[1]
+    if isinstance(e, E.BinOp) and e.op == "mul":
+        for x, k in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(k, E.Const) and isinstance(k.value, int):
+                lx = _linear(x, v)
+                return None if lx is None else (lx[0] * k.value, lx[1] * k.value)
+    return None
+
+
+def _is_minmax(e) -> bool:
+    return isinstance(e, E.BinOp) and e.op in ("min", "max")
+
+
+def _distribute(e: E.Expr):
+    """Push one additive or scaling step into a min/max operand: ``min(P, Q) + r`` is
+    ``min(P + r, Q + r)``, ``r - min(P, Q)`` is ``max(r - P, r - Q)``; None if ``e`` has
+    no such shape."""
+    if not isinstance(e, E.BinOp):
+        return None
+    a, b = e.a, e.b
+    flip = {"min": E.max_, "max": E.min_}
+    same = {"min": E.min_, "max": E.max_}
+    if e.op == "add":
+        if _is_minmax(a):
+            return same[a.op](a.a + b, a.b + b)
+        if _is_minmax(b):
+            return same[b.op](a + b.a, a + b.b)
+    if e.op == "sub":
+        if _is_minmax(a):
+            return same[a.op](a.a - b, a.b - b)
+        if _is_minmax(b):
+            return flip[b.op](a - b.a, a - b.b)
+    if e.op == "mul":
+        for x, k in ((a, b), (b, a)):
+            if _is_minmax(x) and isinstance(k, E.Const) and isinstance(k.value, int) and k.value:
+                op = same if k.value > 0 else flip
+                return op[x.op](x.a * k, x.b * k)
+    if e.op in ("add", "sub", "mul"):
+        # the min/max is deeper in the sum: bring it up one level there first
+        da = _distribute(a)
+        if da is not None:
+            return E.binop(e.op, da, b)
+        db = _distribute(b)
+        if db is not None:
+            return E.binop(e.op, a, db)
+    return None
+
+
+def _solve(x: E.Expr, v: str, depth: int = 0):
+    """A _Range of ``v`` in which ``x >= 0`` holds, or None."""
+    if depth > 32:
+        return None
+    if not _mentions(x, {v}):
+        return _Range(guards=[x >= 0])
+    lin = _linear(x, v)
+    if lin is not None:
+        a, r = lin
+        if a > 0:            # a*v + r >= 0  <=>  v >= ceil(-r / a)
+            return _Range(los=[(0 - r + (a - 1)) / a] if a > 1 else [0 - r])
+        if a < 0:            # v <= floor(r / -a)
+            return _Range(his=[r / (-a)] if a < -1 else [r])
+        return _Range(guards=[r >= 0])
+    if _is_minmax(x):
+        pa, pb = _solve(x.a, v, depth + 1), _solve(x.b, v, depth + 1)
+        if x.op == "min":
+            return None if pa is None or pb is None else pa & pb
+        # max(P, Q) >= 0 holds where either does: take the side that moves with v
+        first, second = (pa, pb) if _mentions(x.a, {v}) else (pb, pa)
+        return first if first is not None else second
+    d = _distribute(x)
+    return None if d is None else _solve(d, v, depth + 1)
+
+
+# ---------------------------------------------------------------------------
+# Rewriting the loop
+# ---------------------------------------------------------------------------
+def _fold(xs, op):
+    out = xs[0]
+    for x in xs[1:]:
+        out = op(out, x)
+    return out
+
+
+def _partition(loop: L.For):
+    got = _collect(loop)
+    if got is None:
+        return None
+    site, indices, exprs = got
+    v = loop.name
+
+    def solve(x):
+        x = simplify(site.expand(x))
+        return _solve(x, v), x
+
+    clamps = {**_clamps(site, indices, solve), **_selects(site, exprs, solve)}
+    if not clamps:
+        return None
+    # The taps of a stencil give conditions X + c >= 0 that differ only in c: the
+    # smallest c implies the others, so solve that one alone.
+    tightest: dict = {}
+    for _, conds in clamps.values():
+        for cond in conds:
+            rest, c = _split_const(cond)
+            if rest not in tightest or c < tightest[rest]:
+                tightest[rest] = c
+    rng = _Range()
+    for rest, c in tightest.items():
+        sol = _solve(simplify(rest + c), v)
+        if sol is None:
+            return None
+        rng = rng & sol
+    keep = {node: operand for node, (operand, _) in clamps.items()}
+    lo, end = loop.min, loop.min + loop.extent
+    s0 = E.min_(E.max_(lo, _fold(rng.los, E.max_)) if rng.los else lo, end)
+    s1 = E.max_(E.min_(end, _fold(rng.his, E.min_) + 1) if rng.his else end, s0)
+    if rng.guards:
+        s1 = E.select(_fold(rng.guards, lambda a, b: a & b), s1, s0)
+    s0n, s1n = f"{v}.steady.min", f"{v}.steady.end"
+    s0v, s1v = E.Var(s0n), E.Var(s1n)
+    steady_var = f"{v}.steady"
+    swap = {id(k): val for k, val in keep.items()}
+
+    def fe(e):
+        # a kept branch of a select may hold clamps removed too: substitute again
+        for _ in range(4):
+            if not _any_of(e, swap):
+                break
+            e = substitute(e, keep)
+        return substitute_names(e, {v: E.Var(steady_var)})
+
+    steady = L.map_stmt(loop.body, fn_expr=fe)
+    parts = L.Block.make([
+        L.For(v, lo, simplify(s0v - lo), "serial", loop.body),
+        L.For(steady_var, s0v, simplify(s1v - s0v), "serial", steady),
+        L.For(v, s1v, simplify(end - s1v), "serial", loop.body),
+    ])
+    return L.LetStmt(s0n, simplify(s0), L.LetStmt(s1n, simplify(s1), parts))
+
+
+def _split_const(x: E.Expr) -> tuple:
+    """(rest, c) with x == rest + c, c an int (0 if x has no constant term on top)."""
+    if isinstance(x, E.BinOp) and x.op in ("add", "sub") and isinstance(x.b, E.Const) \
+            and isinstance(x.b.value, int):
+        return x.a, (x.b.value if x.op == "add" else -x.b.value)
+    return x, 0
+
+
+def _any_of(e: E.Expr, ids: dict) -> bool:
+    return any(id(n) in ids for n in walk(e))
