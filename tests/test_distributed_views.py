@@ -157,7 +157,7 @@ def test_row_bands_over_dask_row_chunks(bc):
                 continue                 # a mirrored edge row reads the whole column
             for name, kind, data in inputs:
                 if kind == "copy":       # a halo strip, not the chunk
-                    assert data[0][0] <= 4, (key, a, b, data[0])
+                    assert data[0][0] <= 8, (key, a, b, data[0])
 
 
 def test_row_bands_with_downsampling_and_two_outputs():
@@ -210,3 +210,31 @@ def test_auto_chunks_use_the_client_threads(client):
     assert small.chunks == ((200,), (300,))
     given = tsd.to_dask(ts.compile(pipe), [300, 200], chunks=(7, 300), input=img[:200, :300])
     assert given.chunks[0][:2] == (7, 7) and given.chunks[1] == (300,)
+
+
+def test_band_search_without_and_with_wrong_predictions():
+    """The band search alone (no guess), with a wrong prediction (rejected, then
+    searched) and with a guess: the bands tile the rows, every view band lies in one
+    chunk, copy bands are the rows that cross a boundary."""
+    from tilesolve.distributed.bands import row_bands
+
+    def regions_of(a, b):                   # rows a-1 .. b of a 100-row input, chunks of 10
+        return {"in": [(0, 9), (max(a - 1, 0), min(b, 99))]}
+
+    def inside(r):
+        lo, hi = r["in"][1]
+        return lo // 10 == hi // 10
+
+    def reach(r0, r1):
+        lo, hi = r0["in"][1]
+        return 10 - hi % 10
+
+    for kw in ({}, {"predicted": [(0, 45, True)]}, {"reach": reach}):
+        bands = row_bands(regions_of, 45, inside, **kw)
+        assert bands[0][0] == 0 and bands[-1][1] == 45, kw
+        assert all(x[1] == y[0] for x, y in zip(bands, bands[1:])), kw
+        for a, b, reg, view in bands:
+            assert reg == regions_of(a, b) and (inside(reg) or not view), (kw, a, b)
+        copies = [(a, b) for a, b, _, v in bands if not v]
+        assert copies == [(9, 11), (19, 21), (29, 31), (39, 41)], (kw, copies)
+    assert row_bands(regions_of, 45, lambda r: False) is None      # nothing to view

@@ -28,13 +28,14 @@ MAX_BANDS = 64              # per box: each band is one realize() call (~1 ms of
 MAX_COPY_FRACTION = 0.25    # copy bands beyond this share of the rows: keep the box whole
 
 
-def row_bands(regions_of, rows: int, inside, reach=None):
+def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
     """[(row lo, row hi, regions, view?)] covering rows [0, rows) of a box, or None
     (keep the box whole).  ``regions_of(a, b)``: input -> region for rows [a, b) (may
     raise ChunkingError); ``inside(regions)``: whether every region lies in one chunk;
     ``reach(r0, r1)``: a guess, from the regions of two consecutive rows, of how many
     rows from the first stay inside its chunks (checked before use: a wrong guess only
-    costs a few more region queries)."""
+    costs a few more region queries); ``predicted``: bands [(lo, hi, view?)] to try
+    first (one region query per band when every view band checks out)."""
     memo = {}
 
     def reg(a, b):
@@ -46,11 +47,16 @@ def row_bands(regions_of, rows: int, inside, reach=None):
     def good(a, b):
         return inside(reg(a, b))
 
+    cap = max(1, int(rows * MAX_COPY_FRACTION))
     try:
         if good(0, rows):
             return [(0, rows, reg(0, rows), True)]
+        if predicted and len(predicted) <= MAX_BANDS and \
+                sum(b - a for a, b, v in predicted if not v) <= cap and \
+                any(v for *_, v in predicted) and \
+                all(good(a, b) for a, b, v in predicted if v):
+            return [(a, b, reg(a, b), v) for a, b, v in predicted]
         bands, y, copied = [], 0, 0
-        cap = max(1, int(rows * MAX_COPY_FRACTION))
         while y < rows:
             if good(y, y + 1):
                 e = _guessed(good, reg, reach, y, rows) or _last_good(good, y, rows)

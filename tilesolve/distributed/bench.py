@@ -3,13 +3,22 @@
 For each app (default: blur) at ``scale`` times the paper's image area, on clusters of
 1..N worker processes of one thread each:
 
-* the input is cut into chunks and scattered over the workers (as data already loaded
-  on a cluster would be), the chunk pipeline is compiled on every worker first;
+* the input is cut into ``TASKS`` chunks and scattered over the workers, as data
+  already loaded on a cluster would be.  ``layout="rows"`` (the default): row bands,
+  consecutive bands on the same worker (as a previous chunked stage would leave them),
+  and the output chunks are ``to_dask``'s default (about one row band per worker);
+  ``layout="tiles"``: 2-D tiles spread over the workers, and output chunks equal to
+  them (one task per tile: every task copies its region together from its tile and its
+  neighbours' halos);
+* the chunk pipeline is compiled on every worker first;
 * a timed run builds the graph with ``to_dask`` and stores each chunk into a sink that
   drops it (``da.store``; as writing to a fast store would, with no gather to the
   client); best of ``repeat`` runs;
 * the baseline is one in-memory ``realize`` of the whole image with k threads (k the
   number of workers: equal parallelism);
+* where the time went: graph building on the client, inputs made ready in the tasks
+  (views, copies of halo strips or regions) and ``realize`` in the tasks (summed over the
+  workers), and the rest (scheduling, transfers, stores);
 * each worker's peak RSS and peak data held (Dask's managed memory plus the largest
   task's slices and outputs) are sampled during the timed runs;
 * CPU seconds, which other jobs on a shared machine disturb far less than wall-clock
@@ -28,9 +37,10 @@ import time
 
 import numpy as np
 
-__all__ = ["run_dask_bench", "main_dask", "TASKS"]
+__all__ = ["run_dask_bench", "main_dask", "format_records", "TASKS", "LAYOUTS"]
 
-TASKS = 16           # chunks per image by default: 8 per worker at N = 2
+TASKS = 16           # input chunks per image: 8 per worker at N = 2
+LAYOUTS = ("rows", "tiles")
 
 
 def _scaled(sizes, scale: float):
@@ -48,8 +58,16 @@ def _chunks_for(shape, pixels: int):
     return tuple(shape[:-2]) + (min(h, ch), min(w, cw))
 
 
-def _scatter(client, da, arr, chunks):
-    """``arr`` as a Dask array whose chunks are scattered over the workers."""
+def _row_chunks(shape, bands: int):
+    """Row bands over the outermost numpy axis, whole along the others."""
+    rows = -(-shape[0] // bands)
+    return ((rows,) * (shape[0] // rows) + ((shape[0] % rows,) if shape[0] % rows else ()),) \
+        + tuple((s,) for s in shape[1:])
+
+
+def _scatter(client, da, arr, chunks, grouped: bool):
+    """``arr`` as a Dask array whose chunks are scattered over the workers: consecutive
+    chunks on one worker (``grouped``), else spread by Dask."""
     from dask.array.core import normalize_chunks
 
     from .graph import block_boxes
@@ -57,7 +75,14 @@ def _scatter(client, da, arr, chunks):
     boxes = list(block_boxes(chunks))
     blocks = [np.ascontiguousarray(arr[tuple(slice(o, o + s) for o, s in zip(org, shp))])
               for _, org, shp in boxes]
-    futures = client.scatter(blocks)
+    if grouped:
+        workers = sorted(client.nthreads())
+        futures = []
+        for i, b in enumerate(blocks):
+            w = workers[i * len(workers) // len(blocks)]
+            futures.append(client.scatter(b, workers=[w]))
+    else:
+        futures = client.scatter(blocks)
     grid = np.empty([len(c) for c in chunks], dtype=object)
     for (idx, _, shp), fut in zip(boxes, futures):
         grid[idx] = da.from_delayed(fut, tuple(shp), dtype=arr.dtype)
@@ -83,7 +108,8 @@ def _app_case(name: str, scale: float, seed: int):
 
 
 def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int = 3,
-                   chunk_pixels: int | None = None, seed: int = 0, log=None) -> list:
+                   chunk_pixels: int | None = None, seed: int = 0, log=None,
+                   layout: str = "rows") -> list:
     """One record per (app, worker count): see the module docstring."""
     import dask.array as da
     import distributed
@@ -97,9 +123,10 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
         shape = tuple(reversed(sizes))
         plane = sizes[0] * sizes[1]
         pixels_per_chunk = chunk_pixels or max(512 * 512, plane // TASKS)
-        chunks = _chunks_for(shape, pixels_per_chunk)
+        tiles = _chunks_for(shape, pixels_per_chunk)
+        chunks = tiles if layout == "tiles" else None          # None: to_dask's default
         pixels = int(np.prod(sizes))
-        log(f"{name}: sizes {sizes}, chunks {chunks}")
+        log(f"{name}: sizes {sizes}, layout {layout}, output chunks {chunks or 'auto'}")
         baseline, baseline_cpu = {}, {}
         for k in range(1, n_workers + 1):
             fast = ts.compile(pipe, sched, num_threads=k)
@@ -120,8 +147,10 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
             try:
                 images = {n: a for n, a in inputs.items() if isinstance(a, np.ndarray)}
                 params = {n: v for n, v in inputs.items() if n not in images}
-                srcs = {n: _scatter(client, da, a, chunks if a.shape == shape else
-                                    _chunks_for(a.shape, pixels_per_chunk))
+                srcs = {n: _scatter(client, da, a, _row_chunks(a.shape, TASKS), True)
+                        if layout == "rows" else
+                        _scatter(client, da, a, tiles if a.shape == shape else
+                                 _chunks_for(a.shape, pixels_per_chunk), False)
                         for n, a in images.items()}
                 distributed.wait(list(srcs.values()))
                 out = to_dask(fast1, sizes, chunks, **srcs, **params)
@@ -145,6 +174,8 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 def spent(key):
                     return sum(after[w][key] - before[w][key] for w in after) / repeat
                 tasks = int(spent("tasks"))
+                bands, copied = spent("bands"), spent("copied_bytes")
+                out_chunks = [list(c) for c in outs[0].chunks]
                 assemble_s, realize_s = spent("assemble_s"), spent("realize_s")
                 worker_cpu = [(after[w]["process_cpu_s"] - before[w]["process_cpu_s"]) / repeat
                               for w in after]
@@ -155,8 +186,9 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
             finally:
                 client.close()
                 cluster.close()
-            rec = {"app": name, "sizes": sizes, "chunks": list(chunks), "workers": k,
-                   "tasks": tasks, "seconds": best, "graph_seconds": graph_s,
+            rec = {"app": name, "sizes": sizes, "layout": layout, "chunks": out_chunks,
+                   "workers": k, "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
+                   "seconds": best, "graph_seconds": graph_s,
                    "task_assemble_seconds": assemble_s, "task_realize_seconds": realize_s,
                    "cpu_workers": worker_cpu, "cpu_client": client_cpu, "cpu_tasks": task_cpu,
                    "cpu_total": sum(worker_cpu) + client_cpu,
@@ -173,7 +205,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
             log(f"{name}: {k} worker(s): {best:.3f} s")
         base = next(r for r in records if r["app"] == name and r["workers"] == 1)
         for r in records:
-            if r["app"] == name:
+            if r["app"] == name and "speedup" not in r:
                 r["speedup"] = base["seconds"] / r["seconds"]
                 busiest = max(max(r["cpu_workers"]), r["cpu_client"],
                               r["cpu_total"] / r["workers"])
@@ -190,29 +222,35 @@ def _compare(name, got, want):
 
 
 def format_records(records) -> str:
-    head = (f"{'app':10s} {'workers':>7s} {'tasks':>5s} {'seconds':>8s} {'Mpx/s':>8s} "
-            f"{'speedup':>7s} {'realize':>8s} {'overhead':>8s} {'in tasks':>15s} "
-            f"{'CPU s':>6s} {'realize':>7s} {'CPU ovh':>7s} {'pred.':>6s}  "
-            "peak RSS / data per worker (MB)")
+    head = (f"{'app':8s} {'layout':6s} {'wk':>2s} {'tasks':>5s} {'bands':>5s} {'seconds':>7s} "
+            f"{'Mpx/s':>7s} {'speedup':>7s} {'realize':>7s} {'overhead':>8s} {'graph':>6s} "
+            f"{'in tasks':>13s} {'rest':>6s} {'copy MB':>7s} {'CPU s':>6s} {'CPU ovh':>7s} "
+            f"{'pred.':>6s}  peak RSS / data per worker (MB)")
     lines = [head, "-" * len(head)]
     for r in records:
         mem = ", ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(r["peak_rss_mb"], r["peak_data_mb"]))
-        lines.append(f"{r['app']:10s} {r['workers']:7d} {r['tasks']:5d} {r['seconds']:8.3f} "
-                     f"{r['mpix_per_s']:8.1f} {r['speedup']:6.2f}x {r['realize_seconds']:8.3f} "
-                     f"{r['overhead']:+7.0%} {r['task_assemble_seconds']:6.3f}+"
-                     f"{r['task_realize_seconds']:<8.3f} {r['cpu_total']:6.3f} "
-                     f"{r['realize_cpu_seconds']:7.3f} {r['cpu_overhead']:+6.0%} "
+        in_tasks = r["task_assemble_seconds"] + r["task_realize_seconds"]
+        rest = r["seconds"] - r["graph_seconds"] - in_tasks / r["workers"]
+        lines.append(f"{r['app']:8s} {r['layout']:6s} {r['workers']:2d} {r['tasks']:5d} "
+                     f"{r['bands']:5.0f} {r['seconds']:7.3f} {r['mpix_per_s']:7.1f} "
+                     f"{r['speedup']:6.2f}x {r['realize_seconds']:7.3f} {r['overhead']:+7.0%} "
+                     f"{r['graph_seconds']:6.3f} {r['task_assemble_seconds']:5.3f}+"
+                     f"{r['task_realize_seconds']:<7.3f} {rest:6.3f} {r['copied_mb']:7.1f} "
+                     f"{r['cpu_total']:6.3f} {r['cpu_overhead']:+6.0%} "
                      f"{r['predicted_speedup']:5.2f}x  {mem}")
     if records:
         r = records[0]
-        lines.append(f"sizes {r['sizes']} (image {r['image_mb']:.0f} MB), chunks {r['chunks']}; "
-                     "seconds: to_dask + compute, each chunk stored into a sink that drops "
-                     "it, best run; "
-                     "realize: the whole image in memory with as many threads as workers; "
-                     "in tasks: seconds spent putting input slices together + in realize(), "
-                     "summed over the workers; CPU s: CPU seconds of the workers and of this "
-                     "process per run, against realize's; pred.: speedup predicted from CPU "
-                     "seconds for free cores")
+        lines.append(
+            f"sizes {r['sizes']} (image {r['image_mb']:.0f} MB); layout rows: input in "
+            f"{TASKS} row bands, output chunks to_dask's default; tiles: input and output in "
+            f"{TASKS} tiles of {r['chunks'][0][0] if r['layout'] == 'tiles' else '...'}; "
+            "seconds: to_dask + compute, each chunk stored into a sink that drops it, best "
+            "run; realize: the whole image in memory with as many threads as workers; graph: "
+            "to_dask on the client; in tasks: inputs made ready (views, copies) + realize(), "
+            "summed over the workers; rest: seconds - graph - in tasks / workers (scheduling, "
+            "transfers, stores); copy MB: input bytes copied by the tasks per run; CPU s: "
+            "CPU seconds of the workers and of this process per run (CPU ovh: against "
+            "realize's); pred.: speedup predicted from CPU seconds for free cores")
     return "\n".join(lines) + "\n"
 
 
@@ -227,8 +265,11 @@ def main_dask(args, out=None, err=None) -> int:
         err.write("tilesolve bench --dask: needs Dask: pip install 'tilesolve[dask]'\n")
         return 2
     quiet = getattr(args, "quiet", False)
-    records = run_dask_bench(args.dask, args.apps, repeat=min(args.repeat, 3), seed=args.seed,
-                             log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
+    records = []
+    for layout in LAYOUTS:
+        records += run_dask_bench(args.dask, args.apps, repeat=min(args.repeat, 3),
+                                  seed=args.seed, layout=layout,
+                                  log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
     out.write(format_records(records))
     if getattr(args, "json", None):
         import json

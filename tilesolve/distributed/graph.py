@@ -20,6 +20,7 @@ straight into its rows of the output chunk.
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from bisect import bisect_right
 
@@ -82,6 +83,18 @@ class _Source:
         for combo in itertools.product(*per_axis):
             yield (tuple(c[0] for c in combo), [c[1] for c in combo], [c[2] for c in combo],
                    all(c[1] == (0, c[3]) for c in combo))
+
+
+def _solve(v0: float, slope: float, bound: float, y0: int, rows: int, at_least: bool):
+    """The rows y in [0, rows - 1] (as a real interval) where ``v0 + slope * (y - y0)`` is
+    at least (``at_least``) or at most ``bound``."""
+    if slope == 0:
+        ok = v0 >= bound if at_least else v0 <= bound
+        return (0.0, rows - 1.0) if ok else (1.0, 0.0)
+    y = y0 + (bound - v0) / slope
+    if (slope > 0) == at_least:
+        return (max(0.0, y), rows - 1.0)
+    return (0.0, min(rows - 1.0, y))
 
 
 class BoxGraph:
@@ -152,6 +165,43 @@ class BoxGraph:
                     best = m if best is None else min(best, m)
         return best
 
+    def _predict(self, regions_of, rows: int):
+        """Bands [(row lo, row hi, view?)] predicted from the regions of two rows of the
+        box, assuming each bound of each region moves linearly with the row; rows whose
+        predicted region crosses a chunk boundary (widened by a row on each side) make
+        the copy bands.  None when no prediction is made (:func:`.bands.row_bands` checks
+        every band it is given)."""
+        if rows < 8:
+            return None
+        a, b = rows // 4, (3 * rows) // 4
+        ra, rb = regions_of(a, a + 1), regions_of(b, b + 1)
+        bad = []
+        for n, s in self.sources.items():
+            if isinstance(s, InGraphArray) or n not in ra:
+                continue
+            for (la, ha), (lb, hb), bnd in zip(reversed(ra[n]), reversed(rb[n]), s.bounds):
+                sl, sh = (lb - la) / (b - a), (hb - ha) / (b - a)
+                for edge in bnd[1:-1]:   # crossing: lo(y) <= edge - 1 and hi(y) >= edge
+                    y0, y1 = _solve(ha, sh, edge, a, rows, True)
+                    z0, z1 = _solve(la, sl, edge - 1, a, rows, False)
+                    lo, hi = max(y0, z0), min(y1, z1)
+                    if lo <= hi:
+                        bad.append((max(0, math.floor(lo) - 1), min(rows, math.ceil(hi) + 2)))
+        bad.sort()
+        out, y = [], 0
+        for lo, hi in bad:
+            if out and not out[-1][2] and lo <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], hi), False)
+                y = out[-1][1]
+                continue
+            if lo > y:
+                out.append((y, lo, True))
+            out.append((max(lo, y), hi, False))
+            y = max(y, hi)
+        if y < rows:
+            out.append((y, rows, True))
+        return [band for band in out if band[1] > band[0]]
+
     def _inputs(self, regions, keys):
         """The input specs of one band, appending the keys of its pieces to ``keys``."""
         specs = []
@@ -188,7 +238,8 @@ class BoxGraph:
                 o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
                 s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
                 return self._regions(o, s, None)
-            cut = row_bands(regions_of, rows, self._inside, self._reach)
+            cut = row_bands(regions_of, rows, self._inside, self._reach,
+                            self._predict(regions_of, rows))
         if cut is None:
             cut = [(0, rows, regions, None)]
         bands, keys = [], []
