@@ -44,10 +44,7 @@ def _neighbours(tile, tiling) -> list:
 
 APPS = ["blur", "unsharp", "harris", "stencil_chain", "camera_pipe", "interpolate",
         "bilateral_grid",
-        pytest.param("max_filter", marks=pytest.mark.xfail(strict=True, reason=(
-            "vert_log (a Func with an update) is predicted (32, 107, 3, 6) per tile but "
-            "allocated (32, 127, 3, 7): lowering grows the pure stage by every update site, "
-            "the footprint counts the pure stage's region only")))]
+        "max_filter"]
 
 
 @pytest.mark.parametrize("name", APPS)

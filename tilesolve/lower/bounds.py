@@ -469,7 +469,7 @@ def _simp(e):
 
 def box_of(s: L.Stmt, name: str, *, reads=True, writes=True, known: dict | None = None,
            func_bounds: dict | None = None, names: Names | None = None,
-           loop_names=frozenset()):
+           loop_names=frozenset(), constants: dict | None = None):
     """The box of ``name`` that ``s`` reads and/or writes, or None if untouched.
 
     ``known`` maps let-defined loop variables (split and fused originals) to
@@ -477,9 +477,12 @@ def box_of(s: L.Stmt, name: str, *, reads=True, writes=True, known: dict | None 
     is tighter than interval arithmetic on ``min(xo * 8, e - 8) + xi``
     (``loop_names``: the loop variables and lets of the stage nests, which must
     all be bound inside ``s`` for that);
-    ``func_bounds`` the value ranges of Funcs (for data-dependent indices).
+    ``func_bounds`` the value ranges of Funcs (for data-dependent indices);
+    ``constants`` names bound outside ``s`` to a constant (name -> Const).
     Endpoints are simplified Exprs, or None where unbounded."""
     w = _Walker(name, reads, writes, known, func_bounds, names or Names(), loop_names)
+    for n, c in (constants or {}).items():
+        dict.__setitem__(w.scope, n, Interval(c.value, c.value))
     box = w.stmt_box(s)
     if box is None:
         return None

@@ -36,7 +36,7 @@ from ..analysis.simplify import simplify
 from ..errors import BoundsError, LoweringError, ScheduleError
 from ..model import expr as E
 from ..model import types as T
-from ..model.visit import trampoline
+from ..model.visit import substitute_names, trampoline
 from . import bounds as B
 from . import ir as L
 from .extent_bound import ExtentBounder, _culprits, const_upper  # noqa: F401 (re-exported)
@@ -187,6 +187,8 @@ class Placer:
         # consumers' region Vars instead of repeating their Exprs.
         self.top_lets: list = []
         self.output_lets = self._output_lets()
+        self._consts: dict = {}         # top lets whose value folds to a constant
+        self._consts_seen = 0
 
     def run(self) -> L.Stmt:
         plan = self.plan
@@ -220,7 +222,20 @@ class Placer:
     def box(self, s, name, reads=True, writes=True):
         return B.box_of(s, name, reads=reads, writes=writes, known=self.known,
                         func_bounds=self.func_bounds, names=self.names,
-                        loop_names=self.loop_names)
+                        loop_names=self.loop_names, constants=self._constant_lets())
+
+    def _constant_lets(self) -> dict:
+        """The top lets made so far whose value folds to a constant, name -> Const.
+        A producer's region is bounded with them: a loop over ``[f.t.min, ...)`` whose
+        ends are such lets is then bounded by numbers, which keeps a float index
+        (``floor(log(2 t + 1))``) tight, as the solver's facts are."""
+        lets = self.output_lets + self.top_lets
+        for name, value in lets[self._consts_seen:]:
+            v = simplify(substitute_names(value, self._consts)) if self._consts else simplify(value)
+            if isinstance(v, E.Const):
+                self._consts[name] = v
+        self._consts_seen = len(lets)
+        return self._consts
 
     def _produce(self, name) -> L.Stmt:
         return L.Block.make([n.stmt for n in self.nests[name]])
