@@ -202,8 +202,10 @@ class BoxGraph:
             out.append((y, rows, True))
         return [band for band in out if band[1] > band[0]]
 
-    def _inputs(self, regions, keys):
-        """The input specs of one band, appending the keys of its pieces to ``keys``."""
+    def _inputs(self, regions, keys, held=frozenset()):
+        """The input specs of one band, appending the keys of its pieces to ``keys``.
+        ``held``: chunk keys the task depends on anyway (for its views): pieces of them
+        are sliced inside the task rather than by a task of their own."""
         specs = []
         for name in self.plan.rw.mins:
             src = self.sources[name]
@@ -220,8 +222,13 @@ class BoxGraph:
                 continue
             wheres = []
             for bidx, local, target, whole in src.pieces(reg_np):
+                key = (src.name,) + bidx
+                if key in held and not whole:
+                    keys.append(key)
+                    wheres.append((tuple(target), tuple(local)))
+                    continue
                 keys.append(self._piece_key(src, bidx, local, whole))
-                wheres.append(tuple(target))
+                wheres.append((tuple(target), None))
             shape = tuple(hi - lo + 1 for lo, hi in reg_np)
             specs.append((name, "copy", (shape, np.dtype(src.arr.dtype).str, tuple(wheres))))
         return tuple(specs)
@@ -242,11 +249,17 @@ class BoxGraph:
                             self._predict(regions_of, rows))
         if cut is None:
             cut = [(0, rows, regions, None)]
-        bands, keys = [], []
+        bands, keys, held = [], [], set()
+        for _, _, reg, view in cut:
+            if view:                   # the chunks this task reads views of
+                viewed: list = []
+                self._inputs(reg, viewed)
+                held.update(k for k in viewed if isinstance(k, tuple))
         for a, b, reg, view in cut:
             o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
             scalars = self.plan.scalars(o, reg, self.params, self.extents, extra)
-            bands.append((a, b, tuple(first[:-1]) + (b - a,), scalars, self._inputs(reg, keys)))
+            bands.append((a, b, tuple(first[:-1]) + (b - a,), scalars,
+                          self._inputs(reg, keys, held)))
         self.layer[key] = (run_box, self.spec_key, (tuple(reversed(first)), tuple(bands))) + \
             tuple(keys)
         self.read[key] = regions

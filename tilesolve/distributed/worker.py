@@ -107,7 +107,8 @@ def _input(spec, pieces, k, pool, used):
         arr = pieces[k]
         return arr[tuple(slice(a, b) for a, b in data)], 1
     shape, dtype, wheres = data
-    mine = list(zip(pieces[k:k + len(wheres)], wheres))
+    mine = [(p if local is None else p[tuple(slice(a, b) for a, b in local)], where)
+            for p, (where, local) in zip(pieces[k:k + len(wheres)], wheres)]
     if len(mine) == 1 and mine[0][0].shape == tuple(shape):
         return assemble(shape, dtype, mine), 1           # the piece itself: never pooled
     key = (tuple(shape), np.dtype(dtype).str)
@@ -123,7 +124,8 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     band is (first row, end row, its sizes innermost first, scalars (user Params and the
     band's origin, slice mins, whole extents), input specs), realized into those rows
     (numpy axis 0) of the output chunk.  An input spec is (name, "view", slices of its
-    piece) or (name, "copy", (numpy shape, dtype, target slices of each piece)).
+    piece) or (name, "copy", (numpy shape, dtype, per piece: (target slices, slices of the
+    piece to take, or None for all of it))).
     ``pieces``: the arrays, in that order (positional, so that Dask resolves their
     keys)."""
     shape, bands = layout
