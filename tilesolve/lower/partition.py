@@ -33,6 +33,11 @@ become a guard checked once per loop entry (false: the steady loop is empty).  A
 whose condition cannot be solved this way stays in the steady body, so the result is
 always correct: the steady body runs only where every removed clamp was a no-op.
 
+**When.**  Only where it pays for three copies of the body: some removed clamp of a
+load's index, or some removed select, varies across the lanes of a vectorized loop
+(a gather or a blend otherwise).  Scalar clamps cost a compare each; the loop is left
+whole.
+
 The pass runs last in lowering, after bounds inference and storage flattening, so
 regions and allocations are those of the unpartitioned program.  CPU only.
 """
@@ -74,6 +79,7 @@ class _Site:
         self.var = var
         self.lets: dict[str, E.Expr] = {}
         self.ranges: dict[str, Interval] = {}
+        self.lanes: set = set()         # the vectorized loops' variables
 
     def inner_names(self) -> set:
         return {self.var} | set(self.lets) | set(self.ranges)
@@ -86,6 +92,16 @@ class _Site:
                 return e
             e = substitute_names(e, {k: v for k, v in self.lets.items() if k in names})
         return e
+
+
+class _LoadIndex:
+    """The index of a Load (a clamp there is worth removing; one in a let only rides
+    along, see ``_partition``)."""
+
+    __slots__ = ("e",)
+
+    def __init__(self, e):
+        self.e = e
 
 
 def _collect(loop: L.For) -> tuple:
@@ -104,9 +120,11 @@ def _collect(loop: L.For) -> tuple:
             if not (isinstance(s.min, E.Const) and isinstance(s.extent, E.Const)):
                 return None
             site.ranges[s.name] = Interval(s.min.value, s.min.value + s.extent.value - 1)
+            if s.kind == "vectorized":
+                site.lanes.add(s.name)
         for x in L.stmt_exprs(s):
             exprs.append(x)
-            indices.extend(n.index for n in walk(x) if isinstance(n, L.Load))
+            indices.extend(_LoadIndex(n.index) for n in walk(x) if isinstance(n, L.Load))
     return site, indices, exprs
 
 
@@ -123,12 +141,13 @@ def _clamps(site: _Site, indices: list, solve) -> dict:
     inner = site.inner_names()
     order, seen = [], set()
     for ix in indices:
-        for n in walk(ix):
+        for n in walk(ix.e if isinstance(ix, _LoadIndex) else ix):
             if id(n) not in seen and isinstance(n, E.BinOp) and n.op in ("min", "max") \
                     and n.type.is_int():
                 seen.add(id(n))
                 order.append(n)
     found: dict = {}
+    in_loads = {id(n) for ix in indices if isinstance(ix, _LoadIndex) for n in walk(ix.e)}
     # walk() yields parents first: reversed, children come before their parents
     for n in reversed(order):
         a_var = _mentions(site.expand(n.a), inner)
@@ -147,7 +166,9 @@ def _clamps(site: _Site, indices: list, solve) -> dict:
         end = E.as_expr(end, e.type)
         sol, cond = solve(end - bound if n.op == "max" else bound - end)
         if sol is not None and (sol.los or sol.his):
-            found[n] = (e, [cond])
+            # worth a partition: a load's clamp over vector lanes (a gather otherwise)
+            worth = id(n) in in_loads and _mentions(site.expand(e), site.lanes)
+            found[n] = (e, [cond], worth)
     return found
 
 
@@ -197,7 +218,8 @@ def _selects(site: _Site, exprs: list, solve) -> dict:
                 sols = [solve(c) for c in conds]
                 if all(sol is not None for sol, _ in sols) and any(sol.los or sol.his
                                                                    for sol, _ in sols):
-                    found[n] = (branch, [c for _, c in sols])
+                    worth = _mentions(site.expand(n.cond), site.lanes)
+                    found[n] = (branch, [c for _, c in sols], worth)
                     break
     return found
 
@@ -322,12 +344,12 @@ def _partition(loop: L.For):
         return _solve(x, v), x
 
     clamps = {**_clamps(site, indices, solve), **_selects(site, exprs, solve)}
-    if not clamps:
-        return None
+    if not any(worth for _, _, worth in clamps.values()):
+        return None     # scalar clamps, or only a tail's shift: not worth three copies
     # The taps of a stencil give conditions X + c >= 0 that differ only in c: the
     # smallest c implies the others, so solve that one alone.
     tightest: dict = {}
-    for _, conds in clamps.values():
+    for _, conds, _ in clamps.values():
         for cond in conds:
             rest, c = _split_const(cond)
             if rest not in tightest or c < tightest[rest]:
@@ -338,7 +360,7 @@ def _partition(loop: L.For):
         if sol is None:
             return None
         rng = rng & sol
-    keep = {node: operand for node, (operand, _) in clamps.items()}
+    keep = {node: operand for node, (operand, _, _) in clamps.items()}
     lo, end = loop.min, loop.min + loop.extent
     s0 = E.min_(E.max_(lo, _fold(rng.los, E.max_)) if rng.los else lo, end)
     s1 = E.max_(E.min_(end, _fold(rng.his, E.min_) + 1) if rng.his else end, s0)
