@@ -35,7 +35,8 @@ def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
     ``reach(r0, r1)``: a guess, from the regions of two consecutive rows, of how many
     rows from the first stay inside its chunks (checked before use: a wrong guess only
     costs a few more region queries); ``predicted``: bands [(lo, hi, view?)] to try
-    first (one region query per band when every view band checks out)."""
+    first (one region query per band when every view band checks out), [] to give up
+    at once (every row predicted to cross a chunk boundary: keep the box whole)."""
     memo = {}
 
     def reg(a, b):
@@ -51,6 +52,8 @@ def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
     try:
         if good(0, rows):
             return [(0, rows, reg(0, rows), True)]
+        if predicted is not None and not predicted:
+            return None                  # predicted: every row crosses a boundary
         if predicted and len(predicted) <= MAX_BANDS and \
                 sum(b - a for a, b, v in predicted if not v) <= cap and \
                 any(v for *_, v in predicted) and \

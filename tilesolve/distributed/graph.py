@@ -169,8 +169,9 @@ class BoxGraph:
         """Bands [(row lo, row hi, view?)] predicted from the regions of two rows of the
         box, assuming each bound of each region moves linearly with the row; rows whose
         predicted region crosses a chunk boundary (widened by a row on each side) make
-        the copy bands.  None when no prediction is made (:func:`.bands.row_bands` checks
-        every band it is given)."""
+        the copy bands.  None when no prediction is made, [] when every row is predicted
+        to cross a boundary (chunks cut across columns too: no bands are searched for);
+        :func:`.bands.row_bands` checks every band it is given."""
         if rows < 8:
             return None
         a, b = rows // 4, (3 * rows) // 4
@@ -200,7 +201,8 @@ class BoxGraph:
             y = max(y, hi)
         if y < rows:
             out.append((y, rows, True))
-        return [band for band in out if band[1] > band[0]]
+        out = [band for band in out if band[1] > band[0]]
+        return out if any(v for *_, v in out) else []
 
     def _inputs(self, regions, keys, held=frozenset()):
         """The input specs of one band, appending the keys of its pieces to ``keys``.
