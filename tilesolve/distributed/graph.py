@@ -26,6 +26,7 @@ from bisect import bisect_right
 
 import numpy as np
 
+from ..errors import ChunkingError
 from .bands import row_bands
 from .worker import run_box
 
@@ -175,7 +176,10 @@ class BoxGraph:
         if rows < 8:
             return None
         a, b = rows // 4, (3 * rows) // 4
-        ra, rb = regions_of(a, a + 1), regions_of(b, b + 1)
+        try:
+            ra, rb = regions_of(a, a + 1), regions_of(b, b + 1)
+        except ChunkingError:
+            return None
         bad = []
         for n, s in self.sources.items():
             if isinstance(s, InGraphArray) or n not in ra:
