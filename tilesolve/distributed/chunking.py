@@ -1,8 +1,8 @@
 """Default output chunks: few, large tasks, as many as the cluster can run at once.
 
 Every task costs the scheduler and the worker a roughly fixed time (graph entry,
-scheduling, messages, the compiled code's region check: about 20 ms on a small
-LocalCluster, see docs/distributed.md), so ``to_dask(..., chunks=None)`` or
+scheduling, messages, the compiled code's region check: a few ms per Dask task, plus
+~30 ms per compute, on a 2-core LocalCluster; see docs/distributed.md), so ``to_dask(..., chunks=None)`` or
 ``chunks="auto"`` picks chunks from
 
 * the parallelism: ``TASKS_PER_WORKER`` tasks per worker thread of the current
