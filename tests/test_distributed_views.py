@@ -20,23 +20,8 @@ from tilesolve.distributed import worker as W  # noqa: E402
 from tilesolve.distributed.api import _prepare  # noqa: E402
 from tilesolve.distributed.chunking import auto_chunks  # noqa: E402
 from tilesolve.distributed.graph import InGraphArray  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
-
-
-def _same(got, want):
-    if np.dtype(got.dtype).kind == "f":
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    else:
-        np.testing.assert_array_equal(got, want)
+# the module's LocalCluster fixture and the comparison, shared with test_distributed
+from test_distributed import _same, client  # noqa: E402,F401
 
 
 def _blur3(t=ts.float32, bc="repeat_edge"):
