@@ -20,18 +20,8 @@ from tilesolve.distributed import worker as W  # noqa: E402
 from tilesolve.distributed.api import _prepare  # noqa: E402
 from tilesolve.distributed.chunking import auto_chunks  # noqa: E402
 from tilesolve.distributed.graph import InGraphArray  # noqa: E402
-# the module's LocalCluster fixture and the comparison, shared with test_distributed
-from test_distributed import _same, client  # noqa: E402,F401
-
-
-def _blur3(t=ts.float32, bc="repeat_edge"):
-    x, y = ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(t, 2, "input")
-    src = getattr(ts.boundary, bc)(inp) if bc else inp
-    bx, by = ts.Func("bx"), ts.Func("by")
-    bx[x, y] = (src[x - 1, y] + src[x, y] + src[x + 1, y]) / 3
-    by[x, y] = (bx[x, y - 1] + bx[x, y] + bx[x, y + 1]) / 3
-    return ts.Pipeline(by)
+# the module's LocalCluster fixture, the comparison and the blur, shared with test_distributed
+from test_distributed import _blur3, _same, client  # noqa: E402,F401
 
 
 def _checked(job):
