@@ -133,11 +133,10 @@ def _mentions(e: E.Expr, names: set) -> bool:
 
 
 def _clamps(site: _Site, indices: list, solve) -> dict:
-    """{clamp node: (kept operand, condition X: it is a no-op where X >= 0)} for every
+    """{clamp node: (kept operand, [condition X: a no-op where X >= 0], worth)} for every
     clamp that ``solve(X)`` (a pair: its _Range of v and X simplified) places in a range
-    moving with v.  Bottom-up: a clamp's operand is
-    taken with the inner clamps already removed, which is sound because only the removed
-    ones (those solved) are substituted."""
+    moving with v.  Bottom-up: a clamp's operand is taken with the inner clamps already
+    removed, which is sound because only the removed ones (those solved) are substituted."""
     inner = site.inner_names()
     order, seen = [], set()
     for ix in indices:

@@ -231,7 +231,7 @@ class Placer:
         (``floor(log(2 t + 1))``) tight, as the solver's facts are."""
         lets = self.output_lets + self.top_lets
         for name, value in lets[self._consts_seen:]:
-            v = simplify(substitute_names(value, self._consts)) if self._consts else simplify(value)
+            v = simplify(substitute_names(value, self._consts))
             if isinstance(v, E.Const):
                 self._consts[name] = v
         self._consts_seen = len(lets)
