@@ -101,3 +101,44 @@ def test_400_stage_chain_generates_cuda_with_every_stage_at_root(default_recursi
     run_plan(program, env, dict(arrays), dev)
     assert len(dev.launched) == 400 and not dev.live
     assert [n.split("_", 2)[2] for n in dev.launched][:3] == ["p0", "p1", "p2"]
+
+
+def _deep_kernel(body):
+    """One kernel: 4 blocks of 32 threads around ``body`` (which writes out[b*32 + t])."""
+    from tilesolve.lower.ir import Argument, For, LoweredPipeline
+    from tilesolve.model import expr as E
+    from tilesolve.model import types as T
+    c = E.as_expr
+    return LoweredPipeline("deep", (Argument("out", "buffer", T.int32, 1, True),), For(
+        "b", c(0), c(4), "gpu_block", For("t", c(0), c(32), "gpu_thread", body)), "cuda")
+
+
+def test_cuda_kernel_with_3000_nested_lets_and_a_3000_deep_expr(default_recursion_limit):
+    """The kernel emitter and the CUDA expression printer are iterative: a thread loop
+    whose body is 3000 nested LetStmts, and a Store of a 3000-deep Expr, print as CUDA C
+    under the default recursion limit (which nothing raises), and the let chain computes
+    the right values on the CPU shim."""
+    import shutil
+    from tilesolve.backend.cuda.codegen import generate
+    from tilesolve.backend.cuda.emulate import EmulatedPipeline
+    from tilesolve.lower.ir import LetStmt, Store
+    from tilesolve.model import expr as E
+    n, limit = 3000, sys.getrecursionlimit()
+    t, index = E.Var("t"), E.Var("b") * 32 + E.Var("t")
+    body = Store("out", index, E.Var(f"v{n - 1}"))
+    for i in reversed(range(n)):
+        body = LetStmt(f"v{i}", (E.Var(f"v{i - 1}") if i else t) + 1, body)
+    lets = generate(_deep_kernel(body))
+    deep = t
+    for i in range(n):
+        deep = deep * 3 + i
+    expr = generate(_deep_kernel(Store("out", index, deep)))
+    assert sys.getrecursionlimit() == limit
+    text = lets.source
+    assert "const ts_i32 v0 = ts_add<ts_i32>(t, 1);" in text
+    assert f"const ts_i32 v{n - 1} = ts_add<ts_i32>(v{n - 2}, 1);" in text
+    assert f"out[((b * 32) + t)] = v{n - 1};" in text
+    assert expr.source.count("ts_mul<ts_i32>(") == n and expr.source.count("ts_add<ts_i32>(") == n
+    if shutil.which("g++") or shutil.which("c++"):
+        got = EmulatedPipeline(lets).realize([128])
+        np.testing.assert_array_equal(got, np.arange(128) % 32 + n)

@@ -194,49 +194,74 @@ class ExprPrinter:
         """``e`` in an index context (a Load/Store index, loop bounds): int32/int64
         ``+ - *`` are plain C there, as in Halide: an index that overflows is out of
         bounds anyway, and the compiler may then assume it does not."""
-        saved, self.in_index = self.in_index, True
-        try:
-            return self.expr(e)
-        finally:
-            self.in_index = saved
+        return self.expr(e, True)
 
-    def expr(self, e: E.Expr) -> str:
+    def expr(self, e: E.Expr, index: bool = False) -> str:
+        """``e`` as C.  Iterative (operands printed before their users, each distinct
+        node once per context), so the depth of ``e`` is not limited by Python's
+        recursion limit."""
+        done: dict = {}             # (id(node), in an index) -> its text
+        stack = [(e, index, False)]
+        try:
+            while stack:
+                n, ix, ready = stack.pop()
+                if (id(n), ix) in done:
+                    continue
+                ops_ = _operands(n, ix)
+                if not ready:
+                    stack.append((n, ix, True))
+                    stack.extend(x + (False,) for x in ops_ if (id(x[0]), x[1]) not in done)
+                    continue
+                self.in_index = ix          # what the op table's rules see
+                done[(id(n), ix)] = self.node(n, [done[(id(c), cix)] for c, cix in ops_])
+        finally:
+            self.in_index = False
+        return done[(id(e), index)]
+
+    def node(self, e: E.Expr, args: list) -> str:
+        """One node as C, given its operands' texts (those of ``_operands``)."""
         if isinstance(e, E.Const):
             return literal(e)
         if isinstance(e, (E.Var, E.Param)):
             return self.names(e.name)
         if isinstance(e, Load):
-            return f"{self.names(e.buffer)}[{self.index(e.index)}]"
+            return f"{self.names(e.buffer)}[{args[0]}]"
         if isinstance(e, E.Cast):
-            return self._cast(e)
+            return f"({args[0]} != 0)" if e.type.is_bool() else f"(({ctype(e.type)}){args[0]})"
         if isinstance(e, E.BinOp):
-            return self._binop(e)
+            return ops.impl("cuda", e.op)(self, e, *args)
         if isinstance(e, E.Not):
-            return f"(!{self.expr(e.a)})"
+            return f"(!{args[0]})"
         if isinstance(e, E.Select):
-            return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+            return f"({args[0]} ? {args[1]} : {args[2]})"
         if isinstance(e, E.Intrinsic):
-            return self._intrinsic(e)
+            return ops.impl("cuda", e.name)(self, e, args)
         if isinstance(e, E.Let):
             t = ctype(e.value.type)
             return (f"([&]() -> {ctype(e.type)} {{ const {t} {self.names(e.name)} = "
-                    f"{self.expr(e.value)}; return {self.expr(e.body)}; }}())")
+                    f"{args[0]}; return {args[1]}; }}())")
         if isinstance(e, (E.Call, E.BufferExtent, E.RVar)):
             raise LoweringError(f"the CUDA backend got an unlowered {type(e).__name__} node ({e}); "
                                 "lowering should have replaced it")
         raise LoweringError(f"the CUDA backend cannot print a {type(e).__name__} node ({e})")
 
-    def _cast(self, e: E.Cast) -> str:
-        v = self.expr(e.value)
-        if e.type.is_bool():
-            return f"({v} != 0)"
-        return f"(({ctype(e.type)}){v})"
 
-    def _binop(self, e: E.BinOp) -> str:
-        return ops.impl("cuda", e.op)(self, e, self.expr(e.a), self.expr(e.b))
-
-    def _intrinsic(self, e: E.Intrinsic) -> str:
-        return ops.impl("cuda", e.name)(self, e, [self.expr(a) for a in e.args])
+def _operands(e: E.Expr, ix: bool) -> tuple:
+    """The operands ``ExprPrinter.node`` prints ``e`` from, each with its context (a
+    Load's index is an index context; everything else inherits its user's)."""
+    if isinstance(e, Load):
+        return ((e.index, True),)
+    if isinstance(e, (E.Cast, E.Not)):
+        return (((e.value if isinstance(e, E.Cast) else e.a), ix),)
+    if isinstance(e, E.BinOp):
+        return ((e.a, ix), (e.b, ix))
+    if isinstance(e, E.Select):
+        return ((e.cond, ix), (e.true_value, ix), (e.false_value, ix))
+    if isinstance(e, E.Intrinsic):
+        return tuple((a, ix) for a in e.args)
+    if isinstance(e, E.Let):
+        return ((e.value, ix), (e.body, ix))
+    return ()
 
 
 # -- the op table's CUDA C spellings: rule(printer, e, *printed operands) ------------------

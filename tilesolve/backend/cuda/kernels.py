@@ -26,7 +26,7 @@ from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStm
                          ProducerConsumer, Store, stmt_children, walk_stmts)
 from ...model import expr as E
 from ...model import types as T
-from ...model.visit import substitute_names, walk
+from ...model.visit import substitute_names, trampoline, walk
 from .cexpr import ExprPrinter, ctype
 from .plan import Kernel, KernelParam
 
@@ -46,28 +46,18 @@ def _simplify(e: E.Expr) -> E.Expr:
     return simplify(e)
 
 
-class _Facts:
-    """Per statement (by id): does its subtree hold a Store, a thread loop, a Barrier?"""
-
-    def __init__(self, root):
-        self._memo: dict = {}
-        self._keep = []
-        self.get(root)
-
-    def get(self, s) -> tuple:
-        hit = self._memo.get(id(s))
-        if hit is not None:
-            return hit
-        store = isinstance(s, Store)
-        thread = isinstance(s, For) and s.kind == "gpu_thread"
+def _facts(root) -> dict:
+    """Per statement (by id): does its subtree hold a Store, a thread loop, a Barrier?
+    (Children before parents: the reverse of ``walk_stmts``' parents-first order.)"""
+    facts: dict = {}
+    for s in reversed(list(walk_stmts(root))):
+        store, thread = isinstance(s, Store), isinstance(s, For) and s.kind == "gpu_thread"
         barrier = isinstance(s, Barrier)
         for c in stmt_children(s):
-            cs, ct, cb = self.get(c)
+            cs, ct, cb = facts[id(c)]
             store, thread, barrier = store or cs, thread or ct, barrier or cb
-        r = (store, thread, barrier)
-        self._memo[id(s)] = r
-        self._keep.append(s)
-        return r
+        facts[id(s)] = (store, thread, barrier)
+    return facts
 
 
 class _Printer(ExprPrinter):
@@ -77,20 +67,25 @@ class _Printer(ExprPrinter):
         super().__init__(names)
         self.used, self.reads, self.bound = used, reads, bound
 
-    def expr(self, e):
+    def node(self, e, args):
         if isinstance(e, (E.Var, E.Param)):
             self.used.add(e.name)
         elif isinstance(e, Load):
             self.reads.add(e.buffer)
         elif isinstance(e, E.Let):
             self.bound.add(e.name)
-        return super().expr(e)
+        return super().node(e, args)
 
 
 def _thread_depth(s) -> int:
     """The largest number of nested gpu_thread loops on one path through ``s``."""
-    own = 1 if isinstance(s, For) and s.kind == "gpu_thread" else 0
-    return own + max((_thread_depth(c) for c in stmt_children(s)), default=0)
+    deepest, stack = 0, [(s, 0)]
+    while stack:
+        n, above = stack.pop()
+        above += isinstance(n, For) and n.kind == "gpu_thread"
+        deepest = max(deepest, above)
+        stack.extend((c, above) for c in stmt_children(n))
+    return deepest
 
 
 class KernelBuilder:
@@ -103,7 +98,7 @@ class KernelBuilder:
         self.lines: list[str] = []
         self.depth = 1
         self.shared_bytes = 0
-        self.facts = _Facts(root)
+        self.facts = _facts(root)   # the root's statements live as long as the builder
         self.thread_ext: dict = {}
         self.lets: dict = {}
         for n in walk_stmts(root):
@@ -184,25 +179,31 @@ class KernelBuilder:
     def _check_between(self, outer, s, target):
         """Between two block loops only lets, allocations, ifs and serial loops may sit;
         anything else with side effects would run once per inner block."""
-        if s is target:
-            return
-        if isinstance(s, (LetStmt, ProducerConsumer, Allocate)):
-            return self._check_between(outer, s.body, target)
-        if isinstance(s, IfThenElse) and s.else_case is None:
-            return self._check_between(outer, s.then_case, target)
-        if isinstance(s, For) and s.kind not in ("gpu_block", "gpu_thread"):
-            return self._check_between(outer, s.body, target)
-        if isinstance(s, Block):
-            for x in s.stmts:
-                if any(n is target for n in walk_stmts(x)):
-                    self._check_between(outer, x, target)
-                elif any(isinstance(n, (Store, For, Barrier)) for n in walk_stmts(x)):
-                    break
-            else:
-                return
-        raise LoweringError(f"kernel {self.name}: code between gpu_block loops {outer.name} and "
-                            f"{target.name} would run once per {target.name} block; put it inside "
-                            f"the innermost block loop")
+        work = [s]
+        while work:
+            s = work.pop()
+            if s is target:
+                continue
+            if isinstance(s, (LetStmt, ProducerConsumer, Allocate)):
+                work.append(s.body)
+                continue
+            if isinstance(s, IfThenElse) and s.else_case is None:
+                work.append(s.then_case)
+                continue
+            if isinstance(s, For) and s.kind not in ("gpu_block", "gpu_thread"):
+                work.append(s.body)
+                continue
+            if isinstance(s, Block):
+                for x in s.stmts:
+                    if any(n is target for n in walk_stmts(x)):
+                        work.append(x)
+                    elif any(isinstance(n, (Store, For, Barrier)) for n in walk_stmts(x)):
+                        break
+                else:
+                    continue
+            raise LoweringError(f"kernel {self.name}: code between gpu_block loops {outer.name} "
+                                f"and {target.name} would run once per {target.name} block; put "
+                                "it inside the innermost block loop")
 
     def _layout(self, blocks):
         n = len(blocks)
@@ -266,7 +267,13 @@ class KernelBuilder:
                 and not (isinstance(self.block[a], E.Const) and self.block[a].value == 1)]
 
     def stmt(self, s, tail: bool):
-        store, thread, barrier = self.facts.get(s)
+        """Emit ``s`` (``tail``: nothing follows it in its C scope).  Each statement is a
+        ``trampoline`` step yielding ``(child, tail)``: no recursion per statement."""
+        trampoline((s, tail), self._stmt)
+
+    def _stmt(self, item):
+        s, tail = item
+        store, thread, barrier = self.facts[id(s)]
         unbound = self._unbound()
         if store and unbound and not thread and not barrier:
             conds = " && ".join(f"threadIdx.{AXES[a]} == 0" for a in unbound)
@@ -276,58 +283,58 @@ class KernelBuilder:
                 self.line("__syncthreads();  // the block's stores so far, before one thread")
             self.open(f"if ({conds}) {{  // one thread of the block")
             saved, self.bound = self.bound, {0, 1, 2}
-            self.stmt(s, True)
+            yield s, True
             self.bound = saved
             self.close()
             if self.thread_level == 0 and not tail:
                 self.line("__syncthreads();  // the other threads wait for its stores")
             return
         e = self.pr
+        scoped = isinstance(s, (LetStmt, Allocate)) or (isinstance(s, For) and s.kind == "gpu_block")
+        if scoped and not tail:
+            self.open("{")
         if isinstance(s, Block):
             for i, x in enumerate(s.stmts):
-                self.stmt(x, tail and i == len(s.stmts) - 1)
+                yield x, tail and i == len(s.stmts) - 1
         elif isinstance(s, ProducerConsumer):
             self.line(f"// {'produce' if s.is_producer else 'consume'} {s.name}")
-            self.stmt(s.body, tail)
+            yield s.body, tail
         elif isinstance(s, LetStmt):
-            self._scope(tail, lambda: (self._bind(s.name),
-                                       self.line(f"const {ctype(s.value.type)} {self.names(s.name)} = "
-                                                 f"{e(s.value)};"), self.stmt(s.body, True)))
+            self._bind(s.name)
+            self.line(f"const {ctype(s.value.type)} {self.names(s.name)} = {e(s.value)};")
+            yield s.body, True
         elif isinstance(s, Allocate):
-            self._scope(tail, lambda: (self._allocate(s), self.stmt(s.body, True)))
+            self._allocate(s)
+            yield s.body, True
         elif isinstance(s, Store):
             self.writes.add(s.buffer)
             self.line(f"{self.names(s.buffer)}[{e.index(s.index)}] = {e(s.value)};")
         elif isinstance(s, IfThenElse):
             self.open(f"if ({e(s.cond)}) {{")
-            self.stmt(s.then_case, True)
+            yield s.then_case, True
             if s.else_case is not None:
                 self.close("} else {")
                 self.depth += 1
-                self.stmt(s.else_case, True)
+                yield s.else_case, True
             self.close()
         elif isinstance(s, Barrier):
             self.line("__syncthreads();")
         elif isinstance(s, For):
             self._bind(s.name)
             if s.kind == "gpu_block":
-                self._scope(tail, lambda: (self._block_var(s), self.stmt(s.body, True)))
+                self._block_var(s)
+                yield s.body, True
             elif s.kind == "gpu_thread":
-                self._thread_loop(s)
+                yield from self._thread_loop(s)
             else:
-                self._serial_loop(s)
+                yield from self._serial_loop(s)
         else:
             raise LoweringError(f"kernel {self.name}: cannot emit a {type(s).__name__}")
+        if scoped and not tail:
+            self.close()
 
     def _bind(self, name):
         self.bound_names.add(name)
-
-    def _scope(self, tail, body):
-        if not tail:
-            self.open("{")
-        body()
-        if not tail:
-            self.close()
 
     def _allocate(self, s: Allocate):
         self._bind(s.name)
@@ -388,7 +395,7 @@ class KernelBuilder:
         saved = self.bound
         self.bound = self.bound | newly
         self.thread_level += 1
-        self.stmt(s.body, True)
+        yield s.body, True
         self.thread_level -= 1
         self.bound = saved
         self.close()
@@ -409,7 +416,7 @@ class KernelBuilder:
             self.line("#pragma unroll")
         self.open(f"for (ts_i32 {v} = {lo}; {v} < {hi}; ++{v}) {{"
                   + (f"  // {s.kind}" if s.kind not in ("serial", "unrolled") else ""))
-        self.stmt(s.body, True)
+        yield s.body, True
         self.close()
         if not simple:
             self.close()
