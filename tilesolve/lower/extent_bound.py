@@ -261,7 +261,7 @@ class ExtentBounder:
         for entry in env:
             if entry[0] == "let":
                 defs[entry[1]] = entry[2]
-            else:
+            elif entry[0] == "for":
                 loops.append(entry[1:])
         for n, v in lets:
             defs[n] = v

@@ -39,6 +39,7 @@ from ..model import types as T
 from ..model.visit import substitute_names, trampoline
 from . import bounds as B
 from . import ir as L
+from . import sliding as SL
 from .extent_bound import ExtentBounder, _culprits, const_upper  # noqa: F401 (re-exported)
 from .stages import nest_names, region_names
 
@@ -75,12 +76,14 @@ def with_children(s: L.Stmt, kids: list) -> L.Stmt:
 
 def _descend(s: L.Stmt, make):
     """Apply ``make(body, env)`` below the lets and guards that open a loop body
-    (``env``: those lets, as ``enclosing`` entries)."""
+    (``env``: those lets and guards, as ``("let", name, value)`` and ``("if", cond)``
+    entries, outermost first)."""
     opening = []
     while isinstance(s, L.LetStmt) or (isinstance(s, L.IfThenElse) and s.else_case is None):
         opening.append(s)
         s = s.body if isinstance(s, L.LetStmt) else s.then_case
-    s = make(s, tuple(("let", o.name, o.value) for o in opening if isinstance(o, L.LetStmt)))
+    s = make(s, tuple(("let", o.name, o.value) if isinstance(o, L.LetStmt) else ("if", o.cond)
+                      for o in opening))
     for o in reversed(opening):
         s = L.LetStmt(o.name, o.value, s) if isinstance(o, L.LetStmt) else L.IfThenElse(o.cond, s)
     return s
@@ -89,7 +92,7 @@ def _descend(s: L.Stmt, make):
 # The insertion helpers call ``make(rest, kinds, env)``: ``kinds`` the kinds of
 # the loops around ``rest`` (outermost first), ``env`` what encloses it, outermost
 # first: ``("let", name, value)`` for a LetStmt, ``("for", name, min, extent)``
-# for a loop.  ``env`` lets allocations bound their extents by constants.
+# for a loop, and ``("if", cond)`` for a guard that opens a loop body.  ``env`` lets allocations bound their extents by constants.
 def _enclosing(s: L.Stmt) -> tuple:
     """The ``env`` entry ``s`` adds for its children (none for most statements)."""
     if isinstance(s, L.LetStmt):
@@ -317,6 +320,9 @@ class Placer:
                 lo = simplify(E.min_(mn, lo))
                 hi = simplify(E.max_(mn + ext - 1, hi))
                 lets += [(mn0, lo), (ext0, simplify(hi - E.Var(mn0) + 1))]
+        window = None
+        if not with_alloc and kinds and plan.target == "cpu" and not f.updates:
+            window = self._slide(name, demand, lets, kinds, env, fixed)
         parts = [L.ProducerConsumer(name, True, self._produce(name))]
         barrier = "gpu_block" in kinds and "gpu_thread" not in kinds
         if barrier:
@@ -325,12 +331,49 @@ class Placer:
         if barrier and kinds[-1] != "gpu_block":
             parts.append(L.Barrier())    # the next iteration overwrites the buffer
         stmt = L.Block.make(parts)
+        if window is not None:
+            stmt = self._fold(name, window, stmt, env, lets, demand)
         if not kinds:                       # hoisted: region lets before buffer lets
             self.top_lets.extend(lets)
             return self.allocate(name, stmt, kinds, lets, env) if with_alloc else stmt
         if with_alloc:
             stmt = self.allocate(name, stmt, kinds, lets, env)
         return wrap_lets(lets, stmt)
+
+    def _slide(self, name, demand, lets, kinds, env, fixed):
+        """Make ``lets`` compute only the new part of a sliding window (``sliding.py``);
+        the Window, or None when the region does not slide."""
+        f = self.plan.func(name)
+        store = self.plan.store[name]
+        store_loop = None if store == ("root",) else self.nests[store[1]][0].loops[store[2]]
+        fixed_dims = {d for d, a in enumerate(f.args) if a.name in fixed}
+        w = SL.find_window(demand, env, kinds, store_loop, fixed_dims)
+        if w is None:
+            return None
+        mn, ext = region_names(name, f.args[w.dim].name, 1, True)
+        lo, hi = demand[w.dim]
+        new_lo = SL.slid_min(w, lo)
+        k = next(i for i, (n, _) in enumerate(lets) if n == mn)
+        lets[k:k + 2] = [(mn, new_lo), (ext, simplify(hi - E.Var(mn) + 1))]
+        self.plan.notes.append(f"{name}: sliding window over {w.loop} in dimension {w.dim} "
+                               f"({f.args[w.dim].name})")
+        return w
+
+    def _fold(self, name, window, stmt, env, lets, demand) -> L.Stmt:
+        """Fold ``name``'s storage in the window's dimension when the region one
+        iteration reads has a constant size (``sliding.py``)."""
+        f = self.plan.func(name)
+        d = window.dim
+        written = self.box(self._produce(name), name, reads=False)
+        if written is None:
+            return stmt
+        mn, ext = (E.Var(n) for n in region_names(name, f.args[d].name, 1, True))
+        bound = ExtentBounder.at(self.output_lets + self.top_lets, env, lets)
+        factor = SL.fold_factor(demand[d], written[d], mn, ext, bound)
+        if factor is None:
+            return stmt
+        self.plan.notes.append(f"{name}: storage folded by {factor} in dimension {d}")
+        return SL.fold_accesses(stmt, name, d, factor)
 
     def _check_gpu_nesting(self, name, kinds) -> None:
         """A Func computed inside a GPU thread loop runs on that thread: its own loops
