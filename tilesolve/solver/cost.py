@@ -8,7 +8,9 @@ between groups that differ by a member), and is what the solvers use:
 
 CPU specs follow Mullapudi 2016 (Listings 1-2) plus the terms of
 ``cost_terms.py`` (vector lanes, parallel waves, L1 and register pressure,
-reduction loops); GPU specs follow Sioutas 2020 (Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
+reduction loops) and the memory loads of a tiled group output's reductions,
+which run at root (``root_update_rereads``); GPU specs follow Sioutas 2020
+(Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
 docstring says where it comes from.  Units: CPU costs are in arithmetic
 operations (a load from memory costs ``spec.load_cost`` of them); GPU costs
 are in cycles per active thread.
@@ -22,8 +24,8 @@ import numpy as np
 from ..analysis.footprint import MenuFacts, box_extents
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
-from .cost_terms import (L2_WORD_OPS, intermediate_words, l1_miss_fraction, tile_tasks,
-                         tile_terms, wave_imbalance, workers)
+from .cost_terms import (L2_WORD_OPS, block_choice, intermediate_words, l1_miss_fraction,
+                         lane_utilization, tile_tasks, tile_terms, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
 
@@ -82,6 +84,53 @@ def untiled_reduction_loads(problem, group) -> float:
         if len(costs) > 1:
             total += problem.region_points(m) * costs[0][1]
     return total
+
+
+def root_update_rereads(problem, output: str) -> float:
+    """Words that the reductions of a tiled group's output read from memory more than once.
+
+    The output's update stages run at root, over its whole region, after the tiles
+    of its pure definition (``schedule_gen``); a register-blocked one
+    (``register_block``) sweeps the block's two dimensions inside the others.  An input that one sweep reads (a ``slab``: those two
+    dimensions whole, the others one point) stays in cache for the next sweep only
+    if the slab's reads fit in one core's L2; otherwise every sweep reads it again
+    from memory (a convolution at root streams its whole input once per output
+    channel).  The per-tile facts cannot see this: they price the update as if it
+    ran inside each tile.  Zero when the slab fits, when no update is register-blocked
+    at root (the other loop orders are left to the per-tile facts), or with fewer
+    than three dimensions."""
+    (_, _), updates = problem.stage_info[output]
+    region = problem.regions[output]
+    dims = len(region)
+    if dims < 3:
+        return 0.0
+    inner = []
+    ext = [float(hi - lo + 1) for lo, hi in region]
+    for u in updates:
+        blk = u.block
+        if blk is None or not u.has_rdom:
+            continue
+        lanes = problem.spec.vector_lanes(problem.bytes_per_point(output))
+        util = lane_utilization(ext[blk.x_dim], lanes)
+        e_y = ext[blk.y_dim] if blk.y_dim is not None else 1.0
+        nb = block_choice(problem.spec, u, lanes, util, ext[blk.x_dim], e_y, CACHED_LOAD_OPS)[1]
+        if float(np.asarray(nb).reshape(-1)[0]) > 0:
+            inner = [d for d in (blk.x_dim, blk.y_dim) if d is not None]
+            break
+    if not inner:
+        return 0.0
+    slab = tuple(None if d in inner else 1 for d in range(dims))
+    members = frozenset({output})
+    per_slab = float(np.asarray(input_words_per_tile(
+        problem, MenuFacts(problem, output, [slab]).group(members))).reshape(-1)[0])
+    levels = [c.size_bytes for c in problem.spec.caches if c.level == 2]
+    l2 = float(levels[0] if levels else problem.spec.tile_cache_bytes)
+    if per_slab * 4.0 <= l2:
+        return 0.0
+    whole = float(np.asarray(input_words_per_tile(
+        problem, MenuFacts(problem, output, [Tiling.untiled(dims).sizes]).group(members)
+    )).reshape(-1)[0])
+    return max(0.0, num_tiles(region, slab) * per_slab - whole)
 
 
 def footprint_bytes(problem, group, gf):
@@ -162,6 +211,7 @@ class CostModel:
         self._menus: dict = {}
         self._groups: dict = {}
         self._off_menu: dict = {}
+        self._sweeps: dict = {}
         self.evaluations = 0        # columns costed
 
     # -- the solvers' interface ------------------------------------------------------
@@ -204,6 +254,14 @@ class CostModel:
         return bool(self.costs(group).feasible.any())
 
     # -- pricing ---------------------------------------------------------------------
+    def _root_update_rereads(self, group: Group) -> float:
+        """Words a tiled group's output's reductions read again from memory (the same
+        for every tiling: they run at root, ``root_update_rereads``)."""
+        hit = self._sweeps.get(group)
+        if hit is None:
+            hit = self._sweeps[group] = root_update_rereads(self.problem, group.output)
+        return hit
+
     def _price(self, group: Group, menu: _Menu) -> GroupCosts:
         p = self.problem
         gf = menu.facts.group(group.members)
@@ -228,7 +286,8 @@ class CostModel:
         fp = np.broadcast_to(footprint_bytes(p, group, gf), (k,))
         l1 = n * L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
         red_loads = untiled_reduction_loads(p, group)
-        loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt)
+        sweep = self._root_update_rereads(group)
+        loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
         stores = np.full(k, load_cost * out_words)
         in_tasks = arith + lanes + regs + red + l1 - n * tt.root_updates
         imbalance = wave_imbalance(tile_tasks(p, group, menu), workers(spec))
