@@ -5,7 +5,10 @@ the same interval computation for each tiling, with different numbers.  This
 module runs ``fastbounds``' computation once over arrays: every interval is a
 pair ``(lo, hi)`` of float64 arrays of shape ``(K,)`` (one entry per scope;
 integers are exact below 2**53, ``±inf`` means unbounded), with the rules of
-``analysis.intervals.numeric`` applied elementwise.
+``analysis.intervals.numeric`` applied elementwise.  (Those rules branch on
+Python numbers; calling them lane by lane is the per-scope fallback below.  Here
+integers are float64, so where ``numeric.fit`` would wrap, ``_fit`` refuses.
+``tests/property/test_bounds_engines_agree.py`` checks every lane equals them.)
 
 Only what index expressions need is vectorized: integer ``+ - * min max``,
 division and remainder by a positive constant, comparisons, logic, select,
@@ -151,8 +154,7 @@ class VecBounder:
         if isinstance(e, E.BinOp):
             return self._binop(e)
         if isinstance(e, E.Not):
-            a = self.bounds(e.a)
-            return 1.0 - a[1], 1.0 - a[0]
+            return N.not_(self.bounds(e.a))
         if isinstance(e, E.Select):
             c = self.bounds(e.cond)
             a, b = self.bounds(e.true_value), self.bounds(e.false_value)
