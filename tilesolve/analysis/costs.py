@@ -15,8 +15,6 @@ Division or modulo by a power-of-two constant costs 1 (a shift or mask).
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ..model import expr as E
 from ..model.ops import OPS
 from ..model.visit import walk
@@ -53,14 +51,3 @@ def expr_cost(e: E.Expr) -> tuple[int, int]:
         if isinstance(n, E.Call):
             loads += 1
     return ops, loads
-
-
-@lru_cache(maxsize=4096)
-def _definition_cost(d) -> tuple[int, int]:
-    ops, loads = expr_cost(d.value)
-    for a in d.args:
-        if not isinstance(a, E.Var):
-            o, l_ = expr_cost(a)
-            ops, loads = ops + o, loads + l_
-    return ops, loads
-

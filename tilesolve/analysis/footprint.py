@@ -43,10 +43,6 @@ def _union(a, b):
     return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
 
 
-def _num(v, default):
-    return default if v is None or not isinstance(v, (int, float)) else v
-
-
 def rdom_scope(problem, d) -> dict:
     """Concrete intervals of a definition's RVars (from params and estimates)."""
     from ..model.evaluate import eval_scalar, extent_key

@@ -80,9 +80,3 @@ def combine(fn, *refs) -> Plane:
         raise IndexError("combine: the planes have no common region")
     arrays = [p.crop(x0 + dx, y0 + dy, x1 - x0, y1 - y0) for p, dx, dy in refs]
     return Plane(fn(*arrays), x0, y0)
-
-
-def on_grid(fn, x0: int, y0: int, x1: int, y1: int) -> Plane:
-    """``fn(X, Y)`` on the global grid ``[x0, x1) x [y0, y1)`` (X, Y int64 arrays)."""
-    X, Y = np.meshgrid(np.arange(x0, x1), np.arange(y0, y1))
-    return Plane(fn(X, Y), x0, y0)

@@ -18,7 +18,6 @@ from ._npref import rng
 
 PAPER_SIZE = [6400, 4800]
 SMALL_SIZE = [64, 48]
-PARAM_DEFAULTS = {"dtype": "float32"}
 
 
 def build(sizes=None, dtype: str = "float32"):

@@ -16,8 +16,6 @@ import numpy as np
 
 __all__ = ["Record", "FIELDS", "environment"]
 
-STATUSES = ("ok", "FAIL", "error", "unavailable")
-
 
 @dataclass
 class Record:

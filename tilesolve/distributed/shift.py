@@ -78,18 +78,6 @@ class Rewritten:
     mins: dict = field(default_factory=dict)         # input -> [Param name per dim]
     extents: dict = field(default_factory=dict)      # input -> [Param name per dim]
     tile: tuple | None = None                        # (Func, [min names], [extent names])
-    wrapped: list = field(default_factory=list)      # outputs read by other Funcs
-
-    def added_params(self) -> set:
-        names = set()
-        for d in (self.origins, self.mins, self.extents):
-            for v in d.values():
-                names.update(v)
-        if self.tile is not None:
-            names.update(self.tile[1])
-            names.update(self.tile[2])
-            names.add(FIRST)
-        return names
 
 
 def _p(name: str) -> E.Param:
@@ -167,7 +155,6 @@ def rewrite(pipeline: Pipeline, *, outputs=None, as_images: dict | None = None,
     inner = {n: Func(_inner_name(n, pipeline)) for n in out_names
              if any(c != n and c in reach for c in pipeline.consumers(n))
              or any(not isinstance(a, E.Var) for u in pipeline.func(n).updates for a in u.args)}
-    res.wrapped = sorted(inner)
     rdoms: dict[int, RDom] = {}
     tile_rdom = None
     if tile is not None:

@@ -32,9 +32,6 @@ class Definition:
     value: E.Expr
     rdom: RDom | None = None
 
-    def is_pure(self) -> bool:
-        return self.rdom is None and all(isinstance(a, E.Var) for a in self.args)
-
 
 class Func:
     """A function over an integer grid, defined by assignment."""

@@ -30,7 +30,6 @@ TAIL_STRATEGIES = ("auto", "shift_inward", "guard_with_if", "round_up")
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled", "gpu_block", "gpu_thread")
 MEMORY_KINDS = ("auto", "heap", "stack", "shared", "register")
 TARGETS = ("cpu", "cuda")
-LEVEL_KINDS = ("inline", "root", "at")
 
 # Suffix of the inner loop a directive with a factor creates (see module doc).
 IMPLICIT_SUFFIX = {"vectorize": "_v", "unroll": "_u", "parallel": "_t"}

@@ -54,7 +54,6 @@ __all__ = ["ProfileLayout", "ProfileContext", "plan", "define_ticks", "host_time
 
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
-I64P = I64.as_pointer()
 
 HEADER = 8                  # counters before row 0: [rows, unused...]
 OTHER, RUN = 0, 1           # per row: self time outside every producer; the run's ticks
