@@ -29,7 +29,6 @@ from .fastbounds import FastBounder, _summary
 from .intervals import numeric as N
 
 INF = math.inf
-_INDEX_BITS = (32, 64)
 
 
 class Unsupported(Exception):
@@ -51,7 +50,7 @@ def _fit(t, lo, hi):
     tmin, tmax = float(t.min_value()), float(t.max_value())
     inf_lo, inf_hi = np.isneginf(lo), np.isposinf(hi)
     unbounded = inf_lo | inf_hi
-    if unbounded.any() and not (t.code == "int" and t.bits in _INDEX_BITS):
+    if unbounded.any() and not N.is_index(t):
         lo = np.where(unbounded, tmin, lo)
         hi = np.where(unbounded, tmax, hi)
     fin = ~unbounded
@@ -252,10 +251,6 @@ def _scalar_scope(scope: dict, i: int) -> dict:
         out[n] = (float(lo[i]) if isinstance(lo, np.ndarray) else lo,
                   float(hi[i]) if isinstance(hi, np.ndarray) else hi)
     return out
-
-
-def _int(v):
-    return int(v) if math.isfinite(v) and v == int(v) else v
 
 
 def calls_boxes_vec(exprs, scope: dict, k: int, value_bounds: dict | None = None) -> dict:

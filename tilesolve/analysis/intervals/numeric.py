@@ -50,7 +50,7 @@ def _f32(v: float, direction: float) -> float:
     return float(f)
 
 
-def _is_index(t) -> bool:
+def is_index(t) -> bool:
     return t.code == "int" and t.bits in _INDEX_BITS
 
 
@@ -66,7 +66,7 @@ def fit(t, lo, hi) -> tuple:
         return (0 if lo <= 0 else 1), (1 if hi >= 1 else 0)
     tmin, tmax = t.min_value(), t.max_value()
     if lo == -INF or hi == INF:
-        if _is_index(t):
+        if is_index(t):
             lo = lo if lo == -INF else min(max(int(lo), tmin), tmax)
             hi = hi if hi == INF else max(min(int(hi), tmax), tmin)
             return lo, hi

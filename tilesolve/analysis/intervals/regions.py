@@ -22,7 +22,7 @@ from ...model import expr as E
 from ...model.evaluate import extent_key
 from ...model.func import Func
 from ...model.pipeline import definition_exprs
-from ...model.visit import walk
+from ...model.visit import children, walk
 from .bounds import Bounder, as_interval, type_interval
 from .interval import Box, Interval, is_num
 
@@ -59,19 +59,8 @@ def _collect(e, bounder: Bounder, out: dict, seen: dict, calls=None):
             out[name] = out[name].union(box) if name in out else box
             if calls is not None:
                 calls.append((n, box))
-        for c in _children(n):
+        for c in children(n):
             stack.append((c, bd))
-
-
-def _children(n):
-    for f in n._fields:
-        v = getattr(n, f)
-        if isinstance(v, E.Expr):
-            yield v
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, E.Expr):
-                    yield x
 
 
 # -- value bounds of Funcs -----------------------------------------------------------------

@@ -36,6 +36,8 @@ from ...errors import LoweringError
 from ...model import expr as E
 from ...model import ops
 from ...model.types import Type
+from ...model.visit import children
+from . import vecmath
 from .codegen_lanes import SYMBOLIC, LaneEmitter, Ramp, is_varying  # noqa: F401 (Ramp: re-exported)
 
 I1 = ir.IntType(1)
@@ -170,10 +172,10 @@ class ExprEmitter(LaneEmitter):
             if type(n).__name__ == "Load":
                 memo[id(n)] = True
             elif ready:
-                memo[id(n)] = any(memo[id(c)] for c in _children(n))
+                memo[id(n)] = any(memo[id(c)] for c in children(n))
             else:
                 stack.append((n, True))
-                stack.extend((c, False) for c in _children(n) if id(c) not in memo)
+                stack.extend((c, False) for c in children(n) if id(c) not in memo)
         return memo[id(e)]
 
     def _emit_node(self, e, index):
@@ -397,19 +399,8 @@ def _operands(e, index: bool):
     if type(e).__name__ == "Load":
         return ((e.index, True),)
     if isinstance(e, (E.Cast, E.Not, E.Select, E.Intrinsic)):
-        return tuple((c, False) for c in _children(e))
+        return tuple((c, False) for c in children(e))
     return ()
-
-
-def _children(e):
-    for f in e._fields:
-        v = getattr(e, f)
-        if isinstance(v, E.Expr):
-            yield v
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, E.Expr):
-                    yield x
 
 
 _INT32 = Type("int", 32)
@@ -484,6 +475,8 @@ def _ll_abs(em, name, t, a):
 
 @ops.register("llvm", *_LLVM_MATH)
 def _ll_intrinsic(em, name, t, *args):
+    if vecmath.applies(name, args[0].type):     # float32 vectors: no per-lane libm calls
+        return (vecmath.emit_exp if name == "exp" else vecmath.emit_log)(em, args[0])
     return em.b.call(em.intrinsic(_LLVM_MATH[name], args[0].type, len(args)), list(args))
 
 
