@@ -135,12 +135,12 @@ def test_second_call_reuses_every_known_measurement(tuned, monkeypatch):
     pipe, est, path, first = tuned
     known = {tdb.schedule_hash(r.schedule): r for r in first.records}
     measured = []
-    real = tmeasure.Bench.measure
+    real = tmeasure.Bench.prepare
 
     def counting(self, schedule):
         measured.append(tdb.schedule_hash(schedule))
         return real(self, schedule)
-    monkeypatch.setattr(tmeasure.Bench, "measure", counting)
+    monkeypatch.setattr(tmeasure.Bench, "prepare", counting)
     again = ts.autotune(pipe, "host", estimates=est, budget_s=6, db=path, progress=False)
     assert again.key == first.key
     assert not set(measured) & set(known)                    # nothing known measured again

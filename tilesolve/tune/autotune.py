@@ -4,6 +4,9 @@
     res.schedule          # the fastest schedule measured (checked against the reference)
     res.records           # every schedule measured: source, predicted cost, ms or error
     res.spearman          # how well the cost model ranked them (rank correlation)
+    res.noise             # how noisy the timing was (median over candidates of
+                          # (median - min) / min): a low spearman with a high noise
+                          # is the machine's doing, not the model's
 
 Why: the cost model ranks schedules well but not perfectly; the best-predicted
 schedule is often not the fastest on a given machine.  Steps, within ``budget_s``:
@@ -12,16 +15,24 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
    the ILP always, then (within ``GATHER_SHARE`` of the budget) the ILP on other
    tiling menus; neighbours of the best-predicted and greedy answers (and, within
    that share, of the other best ones); deduplicated by canonical schedule text;
-2. measure them in order (greedy and the best-predicted first, always; then the
-   solvers' own answers, then by predicted cost) while one more measurement of
-   the average length so far fits in the budget: each
-   is compiled, run on random inputs of the estimated sizes (or ``inputs=``) as
-   ``tilesolve bench`` times (``bench.runner.time_runs``: one warm-up, the minimum
-   of a few runs into the same output buffer), and checked once against
+2. prepare them in order (greedy and the best-predicted first, always; then the
+   solvers' own answers, then by predicted cost) while the budget still holds one
+   more preparation of the average length and ``MIN_ROUNDS`` rounds of all the
+   prepared ones: each is compiled, run once on random inputs of the estimated
+   sizes (or ``inputs=``) as the warm-up, and checked once against
    ``ts.reference`` (at the tuned size when that is cheap, else at a small size);
    a schedule that fails to compile, raises or differs is recorded as failed and
-   never chosen;
-3. every measurement goes to the tuning database (``db.py``); a later call with
+   never chosen (``measure.Bench.prepare``);
+3. time them in rounds: in each round every live candidate runs once, in an order
+   shuffled afresh each round by a seeded RNG (``seed``; ``TuneResult.shuffle_seed``),
+   so that a drift of the machine's speed over the tuning spreads over all
+   candidates instead of following the predicted cost.  Rounds go on while one
+   more of the last one's length fits in the budget, at least ``MIN_ROUNDS`` and
+   at most ``MAX_ROUNDS``; after ``DROP_AFTER`` rounds a candidate whose fastest
+   run is over ``HOPELESS`` times the fastest candidate's is dropped from the
+   later rounds (said in its record's ``note``).  A candidate's figure
+   (``measured_ms``) is its fastest run; its median and spread are kept;
+4. every measurement goes to the tuning database (``db.py``); a later call with
    the same key reuses them: known schedules are not measured again, and the
    stored ones (the best among them) are candidates too.
 
@@ -32,18 +43,23 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import statistics
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from ..errors import SolverError, TilesolveError
-from .measure import Bench
+from .measure import Bench, Timing
 from .stats import spearman
 
 __all__ = ["autotune", "refit", "TuneResult", "TuneRecord", "spearman"]
 
 GATHER_SHARE = 0.4         # of the budget, at most, for the solvers
+MIN_ROUNDS = 3             # timing rounds, at least (the budget permitting, planned for)
+MAX_ROUNDS = 20            # and at most
+DROP_AFTER = 2             # rounds after which a hopeless candidate is dropped
+HOPELESS = 3.0             # ... its fastest run over this many times the fastest's
 
 
 @dataclass
@@ -54,15 +70,26 @@ class TuneRecord:
     source: str                       # the first generator that produced it
     predicted_cost: float | None      # cost-model units (inf: the model deems it infeasible);
                                       # None: a change the model ignores
-    measured_ms: float | None         # fastest run, milliseconds; None when it failed
+    measured_ms: float | None         # fastest run over the rounds, ms; None when it failed
     error: str | None = None          # why it failed (compile, run or reference check)
     sources: tuple = ()               # every generator that produced it
     reused: bool = False              # from the database: not measured in this call
-    run_ms: tuple = ()                # every timed run of this call
+    run_ms: tuple = ()                # every timed run of this call, one per round
+    rounds: int | None = None         # timed runs (None: a stored row that does not say)
+    median_ms: float | None = None    # median run over the rounds
+    spread: float | None = None       # (slowest - fastest) / fastest over the rounds
+    note: str | None = None           # e.g. dropped from the later rounds as hopeless
 
     @property
     def ok(self) -> bool:
         return self.error is None and self.measured_ms is not None
+
+    @property
+    def noise(self) -> float | None:
+        """(median - fastest) / fastest over the rounds; None with fewer than 2."""
+        if not self.ok or self.median_ms is None or (self.rounds or 0) < 2:
+            return None
+        return (self.median_ms - self.measured_ms) / self.measured_ms
 
 
 @dataclass
@@ -70,11 +97,15 @@ class TuneResult:
     """What ``autotune`` found (see the module docstring)."""
 
     schedule: object                  # the fastest schedule measured
-    records: list                     # of TuneRecord, in measuring order
+    records: list                     # of TuneRecord, in preparing order
     spearman: float | None            # rank correlation, predicted cost vs measured ms
     best_ms: float                    # its time
     measured_now: int = 0             # schedules compiled and timed by this call
     skipped: int = 0                  # candidates left unmeasured when the budget ran out
+    noise: float | None = None        # median over the records of (median - min) / min
+    rounds: int = 0                   # timing rounds run by this call
+    dropped: int = 0                  # candidates dropped from later rounds as hopeless
+    shuffle_seed: int | None = None   # the seed of the rounds' shuffled orders
     key: str | None = None            # the database key (None without a database)
     db_path: str | None = None
     elapsed_s: float = 0.0
@@ -97,20 +128,27 @@ class TuneResult:
     def summary(self) -> str:
         """One line: how many were measured, the winner, the rank correlation."""
         rho = "n/a" if self.spearman is None else f"{self.spearman:.2f}"
+        noise = "n/a" if self.noise is None else f"{100 * self.noise:.1f}%"
         ok = sum(r.ok for r in self.records)
-        return (f"autotune: {ok} schedules measured ({self.measured_now} now, "
-                f"{len(self.records) - ok} failed, {self.skipped} left unmeasured), fastest "
-                f"{self.best_ms:.4g} ms from {self.best.source}; spearman {rho}")
+        dropped = f", {self.dropped} dropped as hopeless" if self.dropped else ""
+        return (f"autotune: {ok} schedules measured ({self.measured_now} now in "
+                f"{self.rounds} rounds{dropped}, {len(self.records) - ok} failed, "
+                f"{self.skipped} left unmeasured), fastest {self.best_ms:.4g} ms from "
+                f"{self.best.source}; spearman {rho}, noise {noise}")
 
     def table(self) -> str:
         """The records, fastest first, as text."""
         rows = sorted(self.records, key=lambda r: (not r.ok, r.measured_ms or 0.0))
-        out = [f"{'ms':>10} {'predicted':>12}  source"]
+        out = [f"{'ms':>10} {'median':>10} {'rounds':>6} {'predicted':>12}  source"]
         for r in rows:
             ms = f"{r.measured_ms:10.4g}" if r.ok else f"{'failed':>10}"
+            med = f"{r.median_ms:10.4g}" if r.ok and r.median_ms is not None else f"{'-':>10}"
+            n = f"{r.rounds:6d}" if r.rounds is not None else f"{'-':>6}"
             pc = "-" if r.predicted_cost is None else f"{r.predicted_cost:.6g}"
             tail = f"  ({r.error})" if r.error else (" (stored)" if r.reused else "")
-            out.append(f"{ms} {pc:>12}  {r.source}{tail}")
+            if r.note:
+                tail += f"  [{r.note}]"
+            out.append(f"{ms} {med} {n} {pc:>12}  {r.source}{tail}")
         return "\n".join(out)
 
 
@@ -181,7 +219,7 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     ``bench.progress.Progress`` to log into).  ``inputs``:
     arrays and Param values to time with (default: random arrays of the estimated
     sizes, Params at their defaults).  ``k``: answers kept per solver and neighbour
-    bases.  ``seed``: solvers' and random inputs' seed.
+    bases.  ``seed``: solvers', random inputs' and the timing rounds' shuffles' seed.
     """
     from ..bench.progress import Progress
     from ..solver.problem import Problem
@@ -206,7 +244,7 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
             store.add_tuning(key, text, bench.sizes_key(), spec, bench.threads)
             stored = {m.schedule_hash: m for m in store.measurements(key)}
         cands, notes = _gather(problem, k, seed, t0, budget_s, stored, pipeline, log)
-        result = _measure_all(cands, stored, bench, store, key, deadline, log)
+        result = _measure_all(cands, stored, bench, store, key, deadline, log, seed)
     finally:
         if store is not None:
             store.close()
@@ -273,30 +311,61 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
     return order, list(g.notes)
 
 
-def _measure_all(order, stored, bench, store, key, deadline, log) -> TuneResult:
-    records, measured, skipped, spent = [], 0, 0, 0.0
+class _Live:
+    """A prepared candidate in the timing rounds."""
+
+    __slots__ = ("rec", "prep", "hash", "times")
+
+    def __init__(self, rec, prep, h):
+        self.rec, self.prep, self.hash, self.times = rec, prep, h, []
+
+
+def _measure_all(order, stored, bench, store, key, deadline, log, seed=0) -> TuneResult:
+    records, live, skipped = [], [], 0
     total = len(order)
+    # 1. prepare (compile, warm up, check) while the budget holds one more preparation
+    #    and MIN_ROUNDS rounds of everything prepared
+    prepared, prep_s, round_s = 0, 0.0, 0.0
     for i, (c, mandatory) in enumerate(order):
         known = stored.get(c.hash)
         if known is not None:
             records.append(TuneRecord(c.schedule, c.source, c.predicted_cost, known.measured_ms,
-                                      known.error, tuple(c.sources), reused=True))
+                                      known.error, tuple(c.sources), reused=True,
+                                      rounds=known.rounds, median_ms=known.median_ms,
+                                      spread=known.spread, note=known.note))
             continue
-        # a measurement is started only when one of the average length still fits
-        expect = spent / measured if measured else 0.0
-        if not mandatory and time.perf_counter() + expect >= deadline:
+        one_run = round_s / len(live) if live else 0.0
+        need = (prep_s / prepared if prepared else 0.0) + MIN_ROUNDS * (round_s + one_run)
+        if not mandatory and time.perf_counter() + need >= deadline:
             skipped += 1
             continue
         t = time.perf_counter()
-        ms, runs, error = bench.measure(c.schedule)
-        spent += time.perf_counter() - t
-        measured += 1
-        rec = TuneRecord(c.schedule, c.source, c.predicted_cost, ms, error, tuple(c.sources),
-                         run_ms=tuple(runs))
+        prep, error = bench.prepare(c.schedule)
+        prep_s += time.perf_counter() - t
+        prepared += 1
+        rec = TuneRecord(c.schedule, c.source, c.predicted_cost, None, error, tuple(c.sources))
         records.append(rec)
-        if store is not None:
-            store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost, ms, error)
-        _bar(log, i + 1, total, records)
+        if prep is None:
+            if store is not None:
+                store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost, None,
+                          error)
+        else:
+            live.append(_Live(rec, prep, c.hash))
+            round_s += prep.warm_ms / 1e3
+        _bar(log, i + 1, total, f"prepared ({len(live)} to time)")
+    # 2. time in rounds, each in a freshly shuffled order
+    rounds, dropped = _rounds(live, bench, deadline, log, seed)
+    rows = []
+    for lv in live:
+        r = lv.rec
+        if r.error is None:
+            tm = Timing.of(lv.times)
+            r.measured_ms, r.median_ms, r.spread = tm.min_ms, tm.median_ms, tm.spread
+        r.rounds, r.run_ms = len(lv.times), tuple(lv.times)
+        rows.append((lv.hash, r.schedule.to_json(), r.source, r.predicted_cost, r.measured_ms,
+                     r.error, r.rounds, r.median_ms, r.spread, r.note))
+    if store is not None and rows:
+        store.put_many(key, rows)
     ok = [r for r in records if r.ok]
     if not ok:
         errors = "; ".join(f"{r.source}: {r.error}" for r in records[:3])
@@ -306,16 +375,64 @@ def _measure_all(order, stored, bench, store, key, deadline, log) -> TuneResult:
     pairs = [(r.predicted_cost, r.measured_ms) for r in ok
              if r.predicted_cost is not None and math.isfinite(r.predicted_cost)]
     rho = spearman([p for p, _ in pairs], [m for _, m in pairs])
-    return TuneResult(_tuned(best), records, rho, best.measured_ms, measured, skipped)
+    noises = [r.noise for r in ok if r.noise is not None]
+    noise = statistics.median(noises) if noises else None
+    return TuneResult(_tuned(best), records, rho, best.measured_ms, prepared, skipped,
+                      noise=noise, rounds=rounds, dropped=dropped, shuffle_seed=seed)
 
 
-def _bar(log, done: int, total: int, records) -> None:
-    ok = [r for r in records if r.ok]
+def _rounds(live, bench, deadline, log, seed) -> tuple:
+    """Time ``live`` in rounds (see the module docstring): ``(rounds, dropped)``.
+    Appends each run's ms to its ``_Live.times``; a run that raises fails its record."""
+    from .measure import _first_line
+    rng = random.Random(seed)
+    active = list(live)
+    rounds, dropped, last_s = 0, 0, 0.0
+    while active and rounds < MAX_ROUNDS:
+        if rounds >= MIN_ROUNDS and time.perf_counter() + last_s >= deadline:
+            break
+        this = list(active)
+        rng.shuffle(this)
+        t = time.perf_counter()
+        for lv in this:
+            try:
+                lv.times.append(bench.run(lv.prep))
+            except Exception as e:      # noqa: BLE001 - recorded, never chosen
+                lv.rec.error = f"run: {_first_line(e)}"
+        last_s = time.perf_counter() - t
+        rounds += 1
+        active = [lv for lv in active if lv.rec.error is None]
+        if not active:
+            break
+        fastest = min(active, key=lambda lv: min(lv.times))
+        best = min(fastest.times)
+        if rounds == DROP_AFTER:
+            keep = []
+            for lv in active:
+                mine = min(lv.times)
+                if mine > HOPELESS * best:
+                    lv.rec.note = (f"dropped after {rounds} rounds: fastest run "
+                                   f"{mine / best:.1f}x the fastest candidate's")
+                    dropped += 1
+                else:
+                    keep.append(lv)
+            active = keep
+        if rounds == 1 or last_s > 1.0 or (rounds == DROP_AFTER and dropped):
+            gone = f", {dropped} dropped as hopeless" if rounds == DROP_AFTER and dropped else ""
+            log.log(f"autotune round {rounds}: {len(this)} timed in {last_s:.2f}s{gone}, "
+                    f"fastest {best:.4g} ms ({fastest.rec.source})")
+    if live:
+        ok = [lv for lv in live if lv.rec.error is None]
+        tail = (f", fastest {min(min(lv.times) for lv in ok):.4g} ms "
+                f"({min(ok, key=lambda lv: min(lv.times)).rec.source})" if ok else "")
+        log.log(f"autotune: {len(live)} timed in {rounds} rounds (shuffle seed {seed}){tail}")
+    return rounds, dropped
+
+
+def _bar(log, done: int, total: int, what: str) -> None:
     width = 24
     fill = round(width * done / max(total, 1))
-    best = min(ok, key=lambda r: r.measured_ms) if ok else None
-    tail = f", fastest {best.measured_ms:.4g} ms ({best.source})" if best else ""
-    log.log(f"autotune [{'#' * fill}{'.' * (width - fill)}] {done}/{total}{tail}")
+    log.log(f"autotune [{'#' * fill}{'.' * (width - fill)}] {done}/{total} {what}")
 
 
 def _tuned(rec: TuneRecord):
@@ -323,6 +440,8 @@ def _tuned(rec: TuneRecord):
     from ..solver.provenance import Provenance
     s = rec.schedule.copy()
     extra = {"tune_source": rec.source, "measured_ms": round(rec.measured_ms, 6)}
+    if rec.rounds is not None:
+        extra["tune_rounds"] = rec.rounds
     prov = s.provenance
     if isinstance(prov, Provenance):
         s.provenance = prov.replace(method="autotune", extra={**prov.extra, **extra})

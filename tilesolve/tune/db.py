@@ -12,7 +12,13 @@ Tables (schema version ``SCHEMA_VERSION``, in ``meta``):
 * ``measurements``: one row per (key, schedule): the schedule's canonical hash,
   its JSON (``Schedule.to_json``), which generator found it, the predicted cost
   (NULL when the model does not describe the change), the fastest run in
-  milliseconds, or the error that disqualified it.
+  milliseconds, or the error that disqualified it; since version 2 also how it
+  was timed: ``rounds`` (timed runs, one per round), ``median_ms``, ``spread``
+  ((slowest - fastest) / fastest over the rounds) and ``note`` (e.g. that it was
+  dropped from the later rounds as hopeless).  NULL in rows older than that.
+
+Older databases are upgraded in place when opened (version 1: the four timing
+columns are added, NULL in its rows); a newer version is refused.
 
 The **key** hashes the pipeline (its encoding from
 ``tilesolve.distributed.serialize``, the plain-data form Dask workers receive:
@@ -36,7 +42,7 @@ from ..errors import TilesolveError
 __all__ = ["SCHEMA_VERSION", "TuneDB", "StoredMeasurement", "default_db_path", "open_db",
            "pipeline_json", "pipeline_from_json", "tuning_key", "schedule_hash"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "tune.sqlite"
 
 _SCHEMA = """
@@ -60,9 +66,19 @@ CREATE TABLE IF NOT EXISTS measurements (
     measured_ms REAL,
     error TEXT,
     measured_at TEXT NOT NULL,
+    rounds INTEGER,
+    median_ms REAL,
+    spread REAL,
+    note TEXT,
     PRIMARY KEY (key, schedule_hash)
 );
 """
+
+# columns added to ``measurements`` by each version (ALTER TABLE ... ADD COLUMN)
+_ADDED = {2: (("rounds", "INTEGER"), ("median_ms", "REAL"), ("spread", "REAL"),
+              ("note", "TEXT"))}
+_COLUMNS = ("key, schedule_hash, schedule_json, source, predicted_cost, measured_ms, error, "
+            "measured_at, rounds, median_ms, spread, note")
 
 
 def default_db_path() -> Path:
@@ -145,6 +161,10 @@ class StoredMeasurement:
     predicted_cost: float | None
     measured_ms: float | None
     error: str | None
+    rounds: int | None = None          # None: not recorded (a version 1 row)
+    median_ms: float | None = None
+    spread: float | None = None
+    note: str | None = None
 
 
 def _now() -> str:
@@ -160,21 +180,48 @@ class TuneDB:
             self.conn = sqlite3.connect(str(self.path), timeout=30.0)
             with self.conn:
                 self.conn.executescript(_SCHEMA)
-                row = self.conn.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                                        ).fetchone()
-                if row is None:
-                    self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
-                                      (str(SCHEMA_VERSION),))
+            version = self._upgrade()
         except sqlite3.Error as e:
             raise TilesolveError(f"autotune: db {str(self.path)!r} cannot be opened for writing "
                                  f"({e}); pass another path as db=, or db=False for no "
                                  "database") from None
-        version = int(row[0]) if row is not None else SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             self.conn.close()
             raise TilesolveError(f"autotune: db {str(self.path)!r} has schema version {version}; "
-                                 f"this tilesolve reads version {SCHEMA_VERSION} (delete the file "
-                                 "or pass another path as db=)")
+                                 f"this tilesolve reads versions up to {SCHEMA_VERSION} "
+                                 "(delete the file or pass another path as db=)")
+
+    def _upgrade(self) -> int:
+        """The schema version after upgrading an older database in place (one
+        transaction, taken before reading the version: two processes opening the
+        same old file upgrade it once)."""
+        conn = self.conn
+        row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+        if row is not None and int(row[0]) >= SCHEMA_VERSION:
+            return int(row[0])                     # nothing to write (a read-only file opens)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE name = 'schema_version'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                             (str(SCHEMA_VERSION),))
+                version = SCHEMA_VERSION
+            else:
+                version = int(row[0])
+            if version < SCHEMA_VERSION:
+                have = {r[1] for r in conn.execute("PRAGMA table_info(measurements)")}
+                for v in range(version + 1, SCHEMA_VERSION + 1):
+                    for name, decl in _ADDED.get(v, ()):
+                        if name not in have:
+                            conn.execute(f"ALTER TABLE measurements ADD COLUMN {name} {decl}")
+                conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
+                             (str(SCHEMA_VERSION),))
+                version = SCHEMA_VERSION
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return version
 
     def close(self) -> None:
         self.conn.close()
@@ -191,18 +238,28 @@ class TuneDB:
     def measurements(self, key: str) -> list:
         """Every stored measurement of ``key`` (a list of ``StoredMeasurement``)."""
         rows = self.conn.execute(
-            "SELECT schedule_hash, schedule_json, source, predicted_cost, measured_ms, error "
+            "SELECT schedule_hash, schedule_json, source, predicted_cost, measured_ms, error, "
+            "rounds, median_ms, spread, note "
             "FROM measurements WHERE key = ? ORDER BY measured_at, rowid", (key,)).fetchall()
         return [StoredMeasurement(*r) for r in rows]
 
     def put(self, key: str, sched_hash: str, schedule_json: str, source: str,
-            predicted_cost, measured_ms, error) -> None:
+            predicted_cost, measured_ms, error, *, rounds=None, median_ms=None, spread=None,
+            note=None) -> None:
         """Record one measurement (replacing an earlier one of the same schedule)."""
+        self.put_many(key, [(sched_hash, schedule_json, source, predicted_cost, measured_ms,
+                             error, rounds, median_ms, spread, note)])
+
+    def put_many(self, key: str, rows) -> None:
+        """Record several measurements in one transaction: each row is ``(schedule_hash,
+        schedule_json, source, predicted_cost, measured_ms, error, rounds, median_ms,
+        spread, note)``."""
+        now = _now()
         with self.conn:
-            self.conn.execute(
-                "INSERT OR REPLACE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, sched_hash, schedule_json, source, predicted_cost, measured_ms, error,
-                 _now()))
+            self.conn.executemany(
+                f"INSERT OR REPLACE INTO measurements ({_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(key, *r[:6], now, *r[6:]) for r in rows])
 
     def sample_rows(self) -> list:
         """``(pipeline_json, estimates_json, schedule_json, measured_ms, key)`` of every

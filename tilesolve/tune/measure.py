@@ -1,33 +1,48 @@
-"""Measuring one candidate schedule for ``autotune``: compile, time, check.
+"""Measuring candidate schedules for ``autotune``: compile, check, then time in rounds.
 
-Timing is ``tilesolve bench``'s (``bench.runner.time_runs`` and
-``reusing_output``): one warm-up call, then a few timed calls writing into the
-warm-up's output buffer; the minimum is the measurement.  The number of timed
-calls adapts so that one candidate takes about ``PER_CANDIDATE_SHARE`` of the
-budget (between ``MIN_RUNS`` and ``MAX_RUNS``).
+The protocol is a careful benchmark harness's, robust to the machine's speed
+drifting over a tuning (on a shared VM the same schedule varies by 15-25% from
+one minute to the next):
 
-Checking: each candidate's output is compared once with ``ts.reference``
-(``bench.runner.compare``: integers exactly, floats within 1e-4 relative).  When
-the tuned size has at most ``CHECK_POINTS`` output points, the timed output itself
-is compared (the reference is computed once, at that size); otherwise the
-candidate is also run once at a small size (each dimension at most
-``CHECK_EXTENT``) on the same inputs, and compared there.
+1. **Prepare** (``Bench.prepare``): compile the candidate, run it once at the tuned
+   size (the warm-up run: first-call costs, and an estimate of one run's length
+   for the budget) and check it once against ``ts.reference``.  Compile time is
+   not run time: every candidate is prepared before any is timed.
+2. **Rounds** (``Bench.run``, driven by ``autotune``): in each round every live
+   candidate runs once, timed, in a freshly shuffled order (a seeded RNG), so that
+   drift spreads over all candidates instead of correlating with the order they
+   were produced in.  A candidate's figure is the minimum over its rounds; the
+   median and the spread are kept too (``Timing``).
+
+Every timed run writes into one output buffer shared by all candidates (the
+outputs' shapes and types do not depend on the schedule): the timed runs compare
+the code, not the page faults of a fresh output, and memory does not grow with
+the number of candidates.  (A checked run writes into a fresh output of its own.)
+
+Checking (``bench.runner.compare``: integers exactly, floats within 1e-4
+relative): when the tuned size has at most ``CHECK_POINTS`` output points, the
+warm-up run's output itself is compared (the reference is computed once, at that
+size); otherwise the candidate is also run once at a small size (each dimension
+at most ``CHECK_EXTENT``) on the same inputs, and compared there.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import os
+import statistics
+import time
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import SolverError
 
-__all__ = ["Bench"]
+__all__ = ["Bench", "Prepared", "Timing"]
 
 CHECK_POINTS = 1 << 18
 CHECK_EXTENT = 64
-PER_CANDIDATE_SHARE = 0.03
-MIN_RUNS, MAX_RUNS = 3, 10
+MIN_RUNS = 3          # Bench.measure's timed runs (one candidate alone, outside the rounds)
 
 
 def _first_line(exc: BaseException) -> str:
@@ -46,6 +61,35 @@ def random_input(t, sizes, rng) -> np.ndarray:
         return rng.random(shape) < 0.5
     hi = min(1 << t.bits, 1 << 16) if t.is_uint() else 128
     return rng.integers(0, hi, shape).astype(dt)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One candidate's timed runs, summarised: ``min_ms`` is its figure."""
+
+    rounds: int            # timed runs (one per round it took part in)
+    min_ms: float
+    median_ms: float
+    spread: float          # (slowest - fastest) / fastest over the rounds
+
+    @classmethod
+    def of(cls, times) -> "Timing":
+        lo, hi = min(times), max(times)
+        return cls(len(times), lo, statistics.median(times), (hi - lo) / lo if lo > 0 else 0.0)
+
+    @property
+    def noise(self) -> float:
+        """(median - min) / min: how far a typical run is from the best one."""
+        return (self.median_ms - self.min_ms) / self.min_ms if self.min_ms > 0 else 0.0
+
+
+@dataclass
+class Prepared:
+    """A compiled, checked candidate, ready to be timed (``Bench.run``)."""
+
+    schedule: object
+    call: object           # one run at the tuned size, into the shared output
+    warm_ms: float         # the warm-up run's length (an estimate of one run's)
 
 
 class Bench:
@@ -68,13 +112,12 @@ class Bench:
         except ValueError as e:
             raise SolverError(f"autotune: {e}") from None
         self.int_slack = 1 if transcendentals(pipeline) else 0
-        self.allowance_s = max(0.05, PER_CANDIDATE_SHARE * budget_s)
-        self.runs = MIN_RUNS
         points = sum(math.prod(s) for s in self.sizes.values())
         self.separate = points > CHECK_POINTS
         self.check_sizes = ({o: [min(v, CHECK_EXTENT) for v in s] for o, s in self.sizes.items()}
                             if self.separate else self.sizes)
         self.reference = self._reference()
+        self._out = None                 # the output buffer every candidate writes into
 
     def sizes_key(self) -> dict:
         """The effective estimates: every output's and every input's sizes."""
@@ -116,26 +159,62 @@ class Bench:
         return None if ok else (f"differs from the reference at {self.check_sizes} "
                                 f"(max error {err:g}, tolerance {tol})")
 
-    def measure(self, schedule) -> tuple:
-        """``(fastest ms or None, every run's ms, error or None)`` for ``schedule``."""
+    def _call(self, fast):
+        """One run of ``fast`` at the tuned size, writing into the shared output."""
+        if "out" not in inspect.signature(fast.realize).parameters:
+            return lambda: fast.realize(self.sizes, **self.inputs)   # e.g. the CUDA runtime
+
+        def call():
+            r = fast.realize(self.sizes, out=self._out, **self.inputs)
+            if self._out is None:
+                self._out = r
+            return r
+        return call
+
+    def prepare(self, schedule) -> tuple:
+        """``(Prepared or None, error or None)``: compile ``schedule``, run it once at
+        the tuned size (the warm-up) and check it against the reference."""
         from ..backend.compile import compile as ts_compile
-        from ..bench.runner import reusing_output, time_runs
         try:
             fast = ts_compile(self.pipeline, schedule)
         except Exception as e:      # noqa: BLE001 - recorded, never chosen
-            return None, [], f"compile: {_first_line(e)}"
+            return None, f"compile: {_first_line(e)}"
         try:
             if self.separate:
                 bad = self._check(fast.realize(self.check_sizes, **self.inputs))
                 if bad:
-                    return None, [], bad
-            times, out = time_runs(reusing_output(fast, self.sizes, self.inputs), self.runs)
+                    return None, bad
+            call = self._call(fast)
+            t = time.perf_counter()
+            if self.separate:
+                call()
+            else:       # a fresh output: what the check sees is this candidate's own writing
+                out = fast.realize(self.sizes, **self.inputs)
+            warm_ms = (time.perf_counter() - t) * 1e3
             if not self.separate:
                 bad = self._check(out)
                 if bad:
-                    return None, times, bad
+                    return None, bad
+                if self._out is None and "out" in inspect.signature(fast.realize).parameters:
+                    self._out = out
+        except Exception as e:      # noqa: BLE001
+            return None, f"run: {_first_line(e)}"
+        return Prepared(schedule, call, warm_ms), None
+
+    def run(self, prepared: Prepared) -> float:
+        """One timed run of a prepared candidate, in milliseconds."""
+        t = time.perf_counter()
+        prepared.call()
+        return (time.perf_counter() - t) * 1e3
+
+    def measure(self, schedule) -> tuple:
+        """One candidate alone, outside the rounds: ``(fastest ms or None, every timed
+        run's ms, error or None)`` after a warm-up, over ``MIN_RUNS`` runs."""
+        prepared, error = self.prepare(schedule)
+        if prepared is None:
+            return None, [], error
+        try:
+            times = [self.run(prepared) for _ in range(MIN_RUNS)]
         except Exception as e:      # noqa: BLE001
             return None, [], f"run: {_first_line(e)}"
-        best = min(times)
-        self.runs = int(min(MAX_RUNS, max(MIN_RUNS, self.allowance_s / max(best / 1e3, 1e-6))))
-        return best, times, None
+        return min(times), times, None
