@@ -129,14 +129,7 @@ class Namer:
         base = re.sub(r"[^A-Za-z0-9_]", "_", name) or "v"
         if base[0].isdigit() or base.startswith("ts_") or base.startswith("__"):
             base = "v_" + base.lstrip("_")
-        if base in _C_KEYWORDS:
-            base += "_"
-        c, k = base, 1
-        while c in self._used:
-            k += 1
-            c = f"{base}_{k}"
-        self._used.add(c)
-        self._by_name[name] = c
+        c = self._by_name[name] = self.fresh(base + "_" if base in _C_KEYWORDS else base)
         return c
 
     def fresh(self, base: str) -> str:

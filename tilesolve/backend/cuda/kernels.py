@@ -266,12 +266,10 @@ class KernelBuilder:
         return [a for a in range(3) if a not in self.bound
                 and not (isinstance(self.block[a], E.Const) and self.block[a].value == 1)]
 
-    def stmt(self, s, tail: bool):
-        """Emit ``s`` (``tail``: nothing follows it in its C scope).  Each statement is a
-        ``trampoline`` step yielding ``(child, tail)``: no recursion per statement."""
-        trampoline((s, tail), self._stmt)
-
     def _stmt(self, item):
+        """Emit ``s`` of ``item = (s, tail)`` (``tail``: nothing follows ``s`` in its C
+        scope): a ``trampoline`` step yielding ``(child, tail)``, so no recursion per
+        statement."""
         s, tail = item
         store, thread, barrier = self.facts[id(s)]
         unbound = self._unbound()
@@ -426,7 +424,7 @@ class KernelBuilder:
         blocks = self._blocks()
         self._layout(blocks)
         self.bound, self.thread_level = set(), 0
-        self.stmt(self.root, True)
+        trampoline((self.root, True), self._stmt)
         body = self.lines
         unknown = sorted((self.used - self.bound_names) - set(self.host_scalars))
         if unknown:
