@@ -524,7 +524,8 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             base = f"{s.name}.par{k}"
         token = prof.enter_parallel(self.b, s.name) if prof is not None else None
         emit_parallel_for(self.b, module, ext, body, captured, self.num_threads,
-                          name=base, noalias=noalias, around=hooks and hooks[:2],
+                          name=base, schedule="dynamic", chunk=0,
+                          noalias=noalias, around=hooks and hooks[:2],
                           team_out=team)
         if prof is not None:
             prof.exit_parallel(self.b, token, team[0])

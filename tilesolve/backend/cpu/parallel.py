@@ -28,6 +28,7 @@ What :func:`emit_parallel_for` generates for ``for i in [0, n): body(i, captured
         static:  t = thread_num(), T = num_threads();  body(n*t/T, n*(t+1)/T, c...)
         dynamic: loop { s = atomicrmw add cl->next, chunk; if s >= n break;
                         body(s, min(s + chunk, n), c...) }
+        (generated code uses dynamic, chunk = max(1, n / (T x CHUNKS_PER_THREAD)))
     ; at the call site, in the caller:
         closure = alloca {i32 n, i64 next, T0, T1, ...}   ; in the entry block
         store n, 0, captured values
@@ -64,6 +65,11 @@ from .target import LLVM_LOCK, host_target
 __all__ = ["RT_PARALLEL", "RT_THREAD_NUM", "RT_NUM_THREADS", "RT_IN_PARALLEL",
            "RuntimeInfo", "install_runtime", "runtime_info", "resolve_num_threads",
            "emit_parallel_for", "emit_thread_num", "emit_num_threads"]
+
+# Generated parallel loops are dynamic with this many grabs per thread: a thread that
+# the OS takes away (a loaded machine) then delays the loop by one grab, not by its
+# whole static share, while the atomic counter costs a few grabs per thread.
+CHUNKS_PER_THREAD = 8
 
 RT_PARALLEL = "ts_rt_parallel"
 RT_THREAD_NUM = "ts_rt_thread_num"
@@ -245,7 +251,8 @@ def emit_parallel_for(builder: ir.IRBuilder, module: ir.Module, n_iterations,
     unterminated block. ``n_iterations`` and ``num_threads_value`` are i32 values or Python
     ints; ``num_threads_value`` None or 0 means the runtime default. ``schedule`` is
     ``"static"`` (one contiguous range per thread) or ``"dynamic"`` (threads grab ``chunk``
-    iterations at a time from an atomic counter). ``noalias[k]`` marks pointer capture k
+    iterations at a time from an atomic counter; ``chunk=0``: ``n / (threads x
+    CHUNKS_PER_THREAD)``, at least 1, computed at run time). ``noalias[k]`` marks pointer capture k
     ``noalias`` in the body. Leaves ``builder`` after the loop; returns the body function.
 
     Profiling hooks (``backend/cpu/profile.py``; nothing is emitted without them):
@@ -256,8 +263,9 @@ def emit_parallel_for(builder: ir.IRBuilder, module: ir.Module, n_iterations,
     """
     if schedule not in ("static", "dynamic"):
         raise ValueError(f"schedule must be 'static' or 'dynamic', got {schedule!r}")
-    if chunk < 1:
-        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    if chunk < 0:
+        raise ValueError(f"chunk must be >= 1 (or 0: about {CHUNKS_PER_THREAD} per thread), "
+                         f"got {chunk}")
     captured_values = tuple(captured_values)
     n = _as_i32(n_iterations)
     nthreads = _as_i32(0 if num_threads_value is None else num_threads_value)
@@ -334,15 +342,21 @@ def _emit_worker(module, base, closure_ty, body, ncap, schedule, chunk) -> ir.Fu
     # dynamic: grab [s, s + chunk) from the shared i64 counter until it passes n
     counter = field(1)
     n64 = b.sext(n, I64)
+    if chunk == 0:      # auto: about CHUNKS_PER_THREAD grabs per thread
+        nt = b.sext(emit_num_threads(b), I64)
+        per = b.sdiv(n64, b.mul(nt, ir.Constant(I64, CHUNKS_PER_THREAD), flags=("nsw",)))
+        step = b.select(b.icmp_signed(">", per, ir.Constant(I64, 1)), per, ir.Constant(I64, 1))
+    else:
+        step = ir.Constant(I64, chunk)
     grab = fn.append_basic_block("grab")
     run = fn.append_basic_block("run")
     done = fn.append_basic_block("done")
     b.branch(grab)
     b.position_at_end(grab)
-    start = b.atomic_rmw("add", counter, ir.Constant(I64, chunk), "monotonic")
+    start = b.atomic_rmw("add", counter, step, "monotonic")
     b.cbranch(b.icmp_signed(">=", start, n64), done, run)
     b.position_at_end(run)
-    end = b.add(start, ir.Constant(I64, chunk), flags=("nsw",))
+    end = b.add(start, step, flags=("nsw",))
     end = b.select(b.icmp_signed("<", end, n64), end, n64)
     b.call(body, [b.trunc(start, I32), b.trunc(end, I32)] + caps)
     b.branch(grab)
