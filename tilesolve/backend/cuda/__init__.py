@@ -13,7 +13,6 @@ limits), ``emulate`` (g++ + shim), ``runtime`` (pycuda).
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 
 from ...errors import LoweringError, SpecError
@@ -50,10 +49,7 @@ def _gpu_spec(spec):
 
 def lower_cuda(pipeline, schedule):
     """Lower ``schedule`` of ``pipeline`` for target "cuda" (the lowering phase's ``lower``)."""
-    try:
-        from ...lower import lower
-    except ImportError as e:
-        raise LoweringError(f"the lowering phase (tilesolve.lower.lower) is not available: {e}") from None
+    from ...lower import lower
     return lower(pipeline, schedule, target="cuda")
 
 

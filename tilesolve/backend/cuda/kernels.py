@@ -20,6 +20,7 @@ kernel are substituted, then the expression is simplified).
 """
 from __future__ import annotations
 
+from ...analysis.simplify import simplify as _simplify
 from ...errors import LoweringError
 from ...lower.extent_bound import ExtentBounder, const_upper
 from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStmt,
@@ -36,14 +37,6 @@ _ONE = E.Const(T.int32, 1)
 
 def _plus(a: str, b: str) -> str:
     return b if a == "0" else f"{a} + {b}"
-
-
-def _simplify(e: E.Expr) -> E.Expr:
-    try:
-        from ...analysis.simplify import simplify
-    except ImportError:          # the simplifier is optional here: constants fold anyway
-        return e
-    return simplify(e)
 
 
 def _facts(root) -> dict:
@@ -298,7 +291,7 @@ class KernelBuilder:
             self.line(f"// {'produce' if s.is_producer else 'consume'} {s.name}")
             yield s.body, tail
         elif isinstance(s, LetStmt):
-            self._bind(s.name)
+            self.bound_names.add(s.name)
             self.line(f"const {ctype(s.value.type)} {self.names(s.name)} = {e(s.value)};")
             yield s.body, True
         elif isinstance(s, Allocate):
@@ -318,7 +311,7 @@ class KernelBuilder:
         elif isinstance(s, Barrier):
             self.line("__syncthreads();")
         elif isinstance(s, For):
-            self._bind(s.name)
+            self.bound_names.add(s.name)
             if s.kind == "gpu_block":
                 self._block_var(s)
                 yield s.body, True
@@ -331,11 +324,8 @@ class KernelBuilder:
         if scoped and not tail:
             self.close()
 
-    def _bind(self, name):
-        self.bound_names.add(name)
-
     def _allocate(self, s: Allocate):
-        self._bind(s.name)
+        self.bound_names.add(s.name)
         count = 1
         for x in s.extents:
             x = self.bounded_expr(x, f"the size of allocation {s.name}")

@@ -110,12 +110,6 @@ class CudaProgram:
     regions: tuple = field(default=((), ()))   # the lowered program's (input, output-read)
                                                # region Exprs: what RegionCheck checks
 
-    def kernel(self, name: str) -> Kernel:
-        for k in self.kernels:
-            if k.name == name:
-                return k
-        raise KeyError(name)
-
     def plan_str(self) -> str:
         return plan_str(self.plan)
 
