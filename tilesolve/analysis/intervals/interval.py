@@ -271,9 +271,6 @@ class Box(tuple):
     def extents(self) -> tuple:
         return tuple(i.extent() for i in self)
 
-    def mins(self) -> tuple:
-        return tuple(i.lo for i in self)
-
     def size(self):
         """The number of points: a number, an Expr, or None if unbounded."""
         n = 1
