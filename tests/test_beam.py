@@ -78,7 +78,7 @@ def check_partition(problem, columns):
     for g, t, c in columns:
         assert g.output in g.members
         for m in g.producers():
-            assert problem.can_join_group(m), (g, m)
+            assert problem.can_join_group(m, g.output), (g, m)
             assert problem.consumers[m] and problem.consumers[m] <= g.members, (g, m)
         assert c.feasible, (str(g), str(t), c.reason)
 

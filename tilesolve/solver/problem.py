@@ -206,28 +206,31 @@ class Problem:
         return {n: frozenset(v) for n, v in out.items()}
 
     @cached_property
-    def read_by_updates(self) -> frozenset:
-        """Funcs some update definition reads (after inlining).  An update stage
-        runs outside its Func's pure loop nest, so such a Func cannot be
-        computed per tile of that consumer: it may not join a group."""
-        out = set()
+    def update_readers(self) -> dict:
+        """Func -> the Funcs whose update definitions read it (after inlining; in the
+        value, the args, or the RDom's bounds and predicates)."""
+        out: dict = {}
         for n, defs in self.definitions.items():
             for d in defs[1:]:
+                read = set()
                 for e in (d.value,) + tuple(d.args):
-                    for c in walk(e):
-                        if isinstance(c, E.Call) and c.target.name != n:
-                            out.add(c.target.name)
+                    read |= {c.target.name for c in walk(e)
+                             if isinstance(c, E.Call) and c.target.name != n}
                 if d.rdom is not None:
                     for e in d.rdom.mins + d.rdom.extents + d.rdom.predicates:
-                        for c in walk(self.inline_expr(e)):
-                            if isinstance(c, E.Call):
-                                out.add(c.target.name)
-        return frozenset(out)
+                        read |= {c.target.name for c in walk(self.inline_expr(e))
+                                 if isinstance(c, E.Call)}
+                for c in read:
+                    out.setdefault(c, set()).add(n)
+        return {c: frozenset(v) for c, v in out.items()}
 
-    def can_join_group(self, name: str) -> bool:
-        """May ``name`` be computed per tile of a consumer (not an output, not
-        read by an update)?"""
-        return not self.is_output(name) and name not in self.read_by_updates
+    def can_join_group(self, name: str, output: str) -> bool:
+        """May ``name`` be computed per tile of the group whose output is ``output``?
+        Not an output itself, and not read by an update of ``output``: a group
+        output's update stages run at root, after its tiles (``schedule_gen``), so
+        what they read must be at root too.  Members compute all their stages per
+        tile, so a Func their updates read may join with them."""
+        return not self.is_output(name) and output not in self.update_readers.get(name, ())
 
     def is_output(self, name: str) -> bool:
         return name in self._outputs

@@ -6,7 +6,7 @@ are.  Each decision is one of
 
 * ``NEW``: the Func starts a new group, as that group's output; or
 * ``JOIN``: the Func joins the group of its consumers — legal only when
-  ``problem.can_join_group(f)`` and all its consumers are in ONE group (the
+  all its consumers are in ONE group and ``problem.can_join_group(f, its output)`` (the
   condition of ``ilp.columns.enumerate_groups`` and of greedy's merges).
 
 Every legal partition is reachable this way and each is reached by exactly
@@ -58,7 +58,7 @@ class Space:
         self.index = {f: i for i, f in enumerate(self.funcs)}
         self.order = tuple(reversed(self.funcs))        # decision order
         self.consumers = {f: tuple(sorted(problem.consumers[f])) for f in self.funcs}
-        self.joinable = {f: problem.can_join_group(f) and bool(problem.consumers[f])
+        self.joinable = {f: not problem.is_output(f) and bool(problem.consumers[f])
                          for f in self.funcs}
         self.producers = {f: tuple(sorted(p for p in problem.callees[f] if p in self.index))
                           for f in self.funcs}
@@ -75,7 +75,10 @@ class Space:
         if not self.joinable[f]:
             return None
         outs = {s.owner[self.index[c]] for c in self.consumers[f]}
-        return outs.pop() if len(outs) == 1 else None
+        if len(outs) != 1:
+            return None
+        target = outs.pop()
+        return target if self.problem.can_join_group(f, target) else None
 
     def child(self, s: State, decision: str) -> State | None:
         """The state after deciding the next Func; None if illegal or if a

@@ -40,15 +40,15 @@ def _merge_candidates(problem, groups: dict):
     owner = {m: g for g in groups.values() for m in g.members}
     for p in sorted(groups):
         pg = groups[p]
-        if not problem.can_join_group(p):
-            continue
         cons = problem.consumers[p]
         if not cons:
             continue
         cgroups = {owner[c].output for c in cons}
         if len(cgroups) != 1:
             continue
-        yield pg, groups[cgroups.pop()]
+        target = cgroups.pop()
+        if problem.can_join_group(p, target):
+            yield pg, groups[target]
 
 
 def greedy_groups(model) -> GreedyResult:

@@ -76,7 +76,7 @@ def enumerate_groups(problem, max_group_size: int = 12, max_groups: int = 4000,
             cands = set()
             for m in members:
                 for p in callees[m]:
-                    if p in consumers and p not in members and problem.can_join_group(p):
+                    if p in consumers and p not in members and problem.can_join_group(p, o):
                         if consumers[p] <= members:
                             cands.add(p)
             for p in sorted(cands):
