@@ -12,8 +12,9 @@ For each app, two schedules in the style of Halide's own app schedules:
   whole regions, no sliding): the overlapped-tile form to compare with.
 
 Each schedule is compiled by tilesolve and by Halide (through the bridge),
-checked against the app's numpy reference, and timed alternately in one
-process (``--repeat`` runs each after a warm-up; min in ms).  Ratios within
+checked against the app's numpy reference, and timed in ``--repeat`` rounds in
+one process: each round runs every program twice and times the second run (min
+over rounds, in ms).  Ratios within
 one run are what to read: this VM's speed varies between runs.
 """
 from __future__ import annotations
@@ -52,16 +53,6 @@ def schedule(app: str, pipe, sliding: bool):
     return s
 
 
-def timed(fn, repeat):
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", default="blur,harris,unsharp")
@@ -77,6 +68,8 @@ def main(argv=None):
         pipe, _ = app.build(sizes)
         inputs = app.make_inputs(sizes)
         ref = app.numpy_reference(inputs, sizes)
+        runs = {}                   # (form, who) -> a function running it once
+        notes = {}
         for form in ("strip", "tile"):
             s = schedule(name, pipe, form == "strip")
             cp = ts.compile(pipe, s)
@@ -84,18 +77,26 @@ def main(argv=None):
             hp.apply_schedule(s)
             hp.compile()
             hp.bind(**inputs)
-            ours = cp.realize(sizes, **inputs)
+            out = cp.realize(sizes, **inputs)
             theirs = np.asarray(hp.run(sizes)[0])
-            for who, out in (("tilesolve", ours), ("Halide", theirs)):
-                if not np.allclose(out, ref, rtol=1e-4, atol=1e-4):
+            for who, o in (("tilesolve", out), ("Halide", theirs)):
+                if not np.allclose(o, ref, rtol=1e-4, atol=1e-4):
                     raise SystemExit(f"{name} {form}: {who}'s output differs from the reference")
-            t_ours, t_hl = [], []
-            for _ in range(3):      # alternate, so a slow spell of the VM hits both
-                t_ours.append(timed(lambda: cp.realize(sizes, **inputs), a.repeat // 3 or 1))
-                t_hl.append(timed(lambda: hp.run(sizes), a.repeat // 3 or 1))
-            row = {"app": name, "schedule": form, "tilesolve_ms": min(t_ours),
-                   "halide_ms": min(t_hl), "sizes": list(sizes),
-                   "notes": [n for n in cp.lowered.notes if "sliding" in n or "folded" in n]}
+            runs[form, "tilesolve"] = (lambda cp=cp, o=out: cp.realize(sizes, **inputs, out=o))
+            runs[form, "Halide"] = (lambda hp=hp: hp.run(sizes))
+            notes[form] = [n for n in cp.lowered.notes if "sliding" in n or "folded" in n]
+        # Rounds: each program runs twice per round (the second is timed), in the same
+        # order, so a slow spell of the VM or another runtime's spinning threads hit all.
+        best = {k: float("inf") for k in runs}
+        for _ in range(a.repeat):
+            for k, fn in runs.items():
+                fn()
+                t0 = time.perf_counter()
+                fn()
+                best[k] = min(best[k], (time.perf_counter() - t0) * 1e3)
+        for form in ("strip", "tile"):
+            row = {"app": name, "schedule": form, "tilesolve_ms": best[form, "tilesolve"],
+                   "halide_ms": best[form, "Halide"], "sizes": list(sizes), "notes": notes[form]}
             row["ratio"] = row["tilesolve_ms"] / row["halide_ms"]
             rows.append(row)
             print(f"{name:10s} {form:9s} {row['tilesolve_ms']:12.2f} {row['halide_ms']:10.2f} "
