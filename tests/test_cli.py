@@ -178,7 +178,8 @@ def test_all_ok_exit_0_and_progress(stub_backend, monkeypatch, capsys):
     rc = main(["bench", "--methods", "naive,greedy", "--repeat", "2"])
     captured = capsys.readouterr()
     assert rc == 0
-    assert "tiny / greedy: timing 2 runs at [20, 12]" in captured.err
+    assert "tiny / greedy: running once at [20, 12]" in captured.err
+    assert "tiny: timing 2 rows in 2 rounds" in captured.err
     assert captured.err.lstrip().startswith("[")
 
 
@@ -257,3 +258,23 @@ def test_bench_on_a_gpu_spec_without_a_gpu_says_so_once(capsys):
     assert main(["bench", "--spec", "h100", "--apps", "blur", "--size", "small"]) == 2
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "spec h100 is a GPU" in err and "gpu_run.sh check" in err
+
+
+def test_time_rounds_interleaves_the_rows_and_times_each_second_run():
+    from tilesolve.bench.record import Record
+    from tilesolve.bench.runner import time_rounds
+    calls = []
+
+    def runner(name, fail_after=None):
+        def run():
+            calls.append(name)
+            if fail_after is not None and calls.count(name) > fail_after:
+                raise RuntimeError("boom")
+        return run
+    a, b, c = (Record(app="x", method=m) for m in "abc")
+    time_rounds([(a, runner("a")), (b, runner("b", fail_after=3)), (c, runner("c"))], 3)
+    assert calls[:6] == ["a", "a", "b", "b", "c", "c"]          # round 1, each twice
+    assert calls[6:8] == ["a", "a"]                              # round 2 starts over
+    assert a.repeat == c.repeat == 3 and len(a.run_ms) == 3
+    assert b.status == "error" and "boom" in b.detail            # failed in round 2
+    assert calls.count("b") == 4

@@ -67,7 +67,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="run size: the app's SMALL_SIZE or PAPER_SIZE (default: small); "
                         "verification is always at the small size")
     p.add_argument("--repeat", type=_positive_int, default=7, metavar="N",
-                   help="timed runs after one warm-up (default: 7)")
+                   help="timing rounds: each runs every row of an app twice and times the second (default: 7)")
     p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
                    help="time limit in seconds for each solver call")
     p.add_argument("--tune-budget", type=_positive_float, default=M.DEFAULT_TUNE_BUDGET,

@@ -26,7 +26,7 @@ from ..interop import halide as th
 from ..interop.halide_auto import AUTOSCHEDULERS, autoschedule, set_estimates
 from .methods import solve
 from .record import Record
-from .runner import AppRun, compare, set_times, time_runs
+from .runner import AppRun, compare
 
 __all__ = ["halide_records", "HALIDE_METHODS"]
 
@@ -44,12 +44,14 @@ def _rec(ar: AppRun, method: str, env: dict, **kw) -> Record:
 
 
 def _time(ar: AppRun, rec: Record, hp) -> None:
+    """Run once at the run size (checked against naive's output), then leave the
+    timing to the app's rounds (``runner.time_rounds``)."""
     hp.bind(**ar.run.inputs)
-    times, bufs = time_runs(lambda: hp.run(ar.run.sizes), ar.opts.repeat)
-    set_times(rec, times)
+    bufs = hp.run(ar.run.sizes)
     import numpy as np
     out = tuple(np.asarray(b) for b in bufs)
     ar.cross_check(rec, out[0] if len(out) == 1 else out)
+    ar.defer_timing(rec, lambda: hp.run(ar.run.sizes))
 
 
 def _autoscheduler_row(ar: AppRun, name: str, cores: int, env, progress) -> Record:

@@ -9,11 +9,15 @@ Per app (inputs are made once per app and size, and reused by every method):
 1. build the pipeline and its estimates at the run size (``--size``);
 2. the reference output at the app's SMALL size (``ts.reference.realize``);
 3. per method: solve (timed) -> compile (timed; a second compile shows the
-   cached cost) -> verify at the SMALL size against the reference -> a
-   warm-up run, then ``repeat`` timed runs at the run size, each writing into
-   the warm-up's output (Halide's rows reuse their buffers too).  At the paper
-   size every output is also compared with the naive schedule's output at
-   that size, which checks the very code that was timed.
+   cached cost) -> verify at the SMALL size against the reference -> one run
+   at the run size; at the paper size its output is compared with the naive
+   schedule's output at that size, which checks the very code that is timed;
+4. then all of the app's rows (the methods and, with ``--compare-halide``, the
+   Halide rows) are timed together in ``repeat`` rounds (``time_rounds``): each
+   round runs every row twice and times the second run, each writing into the
+   first run's output (Halide's rows reuse their buffers too).  Drift of the
+   machine's speed then costs every row alike, and the ratios between rows are
+   taken within one run.
 
 An app whose small case needs other build parameters (``SMALL_BUILD``, e.g.
 fewer pyramid levels) is verified on that small pipeline, solved and
@@ -21,6 +25,7 @@ compiled with the same method; the note in the table says so.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import statistics
 import time
@@ -33,7 +38,7 @@ from . import methods as M
 from .record import Record, environment
 
 __all__ = ["BenchOptions", "BenchResult", "run_bench", "app_names", "get_app", "compare",
-           "time_runs", "reusing_output"]
+           "time_rounds", "reusing_output"]
 
 SIZES = ("small", "paper")
 
@@ -197,17 +202,6 @@ def compare(out, ref, rtol: float = 1e-4, atol: float = 1e-4, int_slack: int = 0
     return ok, worst, text
 
 
-def time_runs(fn, repeat: int) -> tuple:
-    """One warm-up call, then ``repeat`` timed calls: ``(milliseconds list, last result)``."""
-    result = fn()
-    times = []
-    for _ in range(max(1, repeat)):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return times, result
-
-
 def reusing_output(fast, sizes, inputs):
     """A call of ``fast.realize`` that writes into the output of its first call, as the
     Halide rows realize into reused buffers: the timed runs compare the code, not the
@@ -223,6 +217,35 @@ def reusing_output(fast, sizes, inputs):
             held.append(r)
         return r
     return call
+
+
+def time_rounds(timers: list, repeat: int, progress=None, label: str = "") -> None:
+    """Time every ``(record, fn)`` of ``timers`` in ``repeat`` rounds.  A round runs
+    each ``fn`` twice and times the second run, in the same order every round: a
+    slow spell of the machine, or another runtime's threads still spinning after
+    the previous row, then costs every row alike instead of the rows timed during
+    it.  Each record gets its ``repeat`` timed runs (``set_times``); a row that
+    fails while timed is marked as an error and leaves the rounds."""
+    live = [(rec, fn) for rec, fn in timers if rec.status not in ("error", "unavailable")]
+    if not live:
+        return
+    times = {id(rec): [] for rec, _ in live}
+    rounds = max(1, repeat)
+    step = (progress.step(f"{label}timing {len(live)} rows in {rounds} rounds")
+            if progress is not None else contextlib.nullcontext())
+    with step:
+        for _ in range(rounds):
+            for rec, fn in list(live):
+                try:
+                    fn()
+                    t0 = time.perf_counter()
+                    fn()
+                    times[id(rec)].append((time.perf_counter() - t0) * 1e3)
+                except Exception as exc:   # reported in the table; the others go on
+                    rec.error("run", exc)
+                    live.remove((rec, fn))
+    for rec, _ in live:
+        set_times(rec, times[id(rec)])
 
 
 def set_times(rec: Record, times: list) -> None:
@@ -259,6 +282,11 @@ class AppRun:
         self.naive_out = None          # naive's output at the run size (paper runs)
         self.schedules: dict = {}      # method -> schedule of the run pipeline
         self.check_schedules: dict = {}
+        self.timers: list = []         # (Record, run once): timed together, in rounds
+
+    def defer_timing(self, rec: Record, fn) -> None:
+        """Time ``fn`` later, in rounds with this app's other rows (``time_rounds``)."""
+        self.timers.append((rec, fn))
 
     def small_case(self) -> Case:
         """The app built at the small size (estimates for it), on the check inputs."""
@@ -355,13 +383,13 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
         with progress.step(f"{tag}: verifying at {ar.check.sizes}"):
             ar.verify(rec, check_fast.realize(ar.check.sizes, **ar.check.inputs))
         stage = "run"
-        with progress.step(f"{tag}: timing {opts.repeat} runs at {ar.run.sizes}"):
-            times, out = time_runs(reusing_output(fast, ar.run.sizes, ar.run.inputs),
-                                   opts.repeat)
-        set_times(rec, times)
+        call = reusing_output(fast, ar.run.sizes, ar.run.inputs)
+        with progress.step(f"{tag}: running once at {ar.run.sizes}"):
+            out = call()
         if method == "naive" and opts.size != "small":
             ar.naive_out = out
         ar.cross_check(rec, out)
+        ar.defer_timing(rec, call)
     except Exception as exc:   # reported in the table; the bench goes on
         rec.error(stage, exc)
         progress.log(f"{tag}: ERROR in {stage}: {type(exc).__name__}: {exc}")
@@ -456,3 +484,5 @@ def _run_apps(result, apps, methods, spec, env, opts, progress) -> None:
         if opts.compare_halide:
             from .halide_rows import halide_records
             result.records.extend(halide_records(ar, methods, spec, env, progress, result.records))
+        time_rounds(ar.timers, opts.repeat, progress, f"{name}: ")
+        ar.timers.clear()
