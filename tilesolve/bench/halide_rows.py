@@ -87,7 +87,7 @@ def _autoscheduler_row(ar: AppRun, name: str, cores: int, env, progress) -> Reco
             if rec.status == "FAIL":
                 _blame(ar, rec)
         stage = "run"
-        with progress.step(f"{tag}: timing {ar.opts.repeat} runs at {ar.run.sizes}"):
+        with progress.step(f"{tag}: running once at {ar.run.sizes}"):
             _time(ar, rec, hp)
     except Exception as exc:
         if stage == "translate":
@@ -159,7 +159,7 @@ def _replay_row(ar: AppRun, method: str, env, progress, source: Record | None,
                     out = _small_schedule_output(ar, method, spec)
             ar.verify(rec, out)
         stage = "run"
-        with progress.step(f"{tag}: timing {ar.opts.repeat} runs at {ar.run.sizes}"):
+        with progress.step(f"{tag}: running once at {ar.run.sizes}"):
             _time(ar, rec, hp)
     except Exception as exc:
         if stage == "translate":

@@ -154,11 +154,6 @@ class Cost:
             out.append(f"INFEASIBLE: {self.reason}")
         return out
 
-    def describe(self) -> str:
-        return "; ".join(self.describe_lines())
-
 
 _COST_FIELDS = frozenset(f.name for f in fields(Cost))
 
-
-INFEASIBLE = float("inf")

@@ -207,7 +207,7 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
     if np.any(pred0 <= 0):
         raise TilesolveError("fit_spec: a sample's predicted cost is not positive; is its "
                              "schedule empty?")
-    err0, shift0 = _fit_scale(pred0, y)
+    err0, _ = _fit_scale(pred0, y)
     rho0 = spearman(pred0, ms)
     share = L0 * words / pred0
     L, err, span, fitted = L0, err0, None, ("scale",)
