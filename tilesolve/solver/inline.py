@@ -10,7 +10,7 @@ data-dependent site), and one of:
   arithmetic (a boundary condition, a crop, a transpose);
 * it is trivial: at most ``TRIVIAL_OPS`` arithmetic operations per point
   (casts, small pointwise maps), where recomputing is cheaper than a store
-  and a load;
+  and a load; a load at a data-dependent index counts ``GATHER_OPS``;
 * every consumer reads it through an *injective* index (each argument is
   ``v``, ``v + c`` or ``k*v + c`` of a distinct consumer Var) and inlining
   costs no more than computing it once (``inlining_pays``).  Inlining a
@@ -33,9 +33,21 @@ from ..model.pipeline import Pipeline
 from ..model.visit import walk
 
 TRIVIAL_OPS = 4
+# A load at a data-dependent index is a gather in vector code: one scalar load per
+# lane instead of one vector load for all lanes.  Counted as this many operations,
+# a Func that applies a lookup table (camera_pipe's ``curved = curve[corrected]``)
+# is not "trivial": it is inlined only where it is read once per point.
+GATHER_OPS = 8
 # A Func whose value is one load plus index arithmetic (a boundary condition,
 # a crop, a transpose) is inlined when its index math is at most this much.
 DATA_MOVEMENT_OPS = 16
+
+
+def _gathers(e) -> int:
+    """Loads of ``e`` at a data-dependent index (``lut[f(x)]``): a gather each, in
+    vector code."""
+    return sum(1 for n in walk(e) if isinstance(n, E.Call)
+               and any(isinstance(m, E.Call) for a in n.args for m in walk(a)))
 
 
 def _variant_ops(e) -> int:
@@ -222,7 +234,7 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             continue
         if any(is_site for _, _, _, is_site in direct):
             continue
-        ops = _variant_ops(f.pure.value)
+        ops = _variant_ops(f.pure.value) + GATHER_OPS * _gathers(f.pure.value)
         n_calls = sum(1 for n in walk(f.pure.value) if isinstance(n, E.Call))
         ok = False
         if n_calls == 1 and ops <= DATA_MOVEMENT_OPS:
