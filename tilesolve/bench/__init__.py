@@ -35,7 +35,7 @@ compile_s           seconds of the first compile (tilesolve: ``compile_seconds``
                     of ``ts.compile``; Halide: ``compile_jit``)
 compile_cache_hit   the first compile came from the on-disk cache (tilesolve)
 compile_cached_s    seconds of a second, cached compile (tilesolve)
-run_ms_min          fastest timed run, milliseconds (after one warm-up run)
+run_ms_min          fastest timed run, milliseconds (one per round; see runner.time_rounds)
 run_ms_median       median timed run, milliseconds
 run_ms              every timed run, milliseconds
 repeat              number of timed runs

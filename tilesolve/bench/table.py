@@ -87,8 +87,9 @@ def format_table(records, environment: dict | None = None) -> str:
                "cached s: compiling again, from the cache")
     if records:
         reps = sorted({r.repeat for r in records if r.repeat})
-        out.append(f"run ms: min/median of {'/'.join(map(str, reps)) or 'the'} timed runs after one "
-                   "warm-up; speedup: naive's min / this min")
+        out.append(f"run ms: min/median over {'/'.join(map(str, reps)) or 'the'} rounds (each round "
+                   "runs every row of the app twice and times the second); speedup: naive's min "
+                   "/ this min")
         out.append("sizes: " + ", ".join(f"{r.app} {r.size} {r.sizes} (checked at {r.check_sizes})"
                                          for r in _first_per_app(records)))
     out.extend(notes)
