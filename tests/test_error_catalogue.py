@@ -103,7 +103,7 @@ def test_json_directive_unknown_keyword():
                                             r"keyword 'factor'; split takes only tail"):
         _replay(_directive(0, kwargs=[["factor", ["int", 3]]]))
     with pytest.raises(ScheduleError, match=r"directive 2 \(compute_at on Func blur_x\): "
-                                            r"unknown keyword 'tail'; compute_at takes none"):
+                                            r"unknown keyword 'tail'; compute_at takes only update"):
         _replay(_directive(2, kwargs=[["tail", ["str", "round_up"]]]))
 
 

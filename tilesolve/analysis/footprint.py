@@ -107,6 +107,48 @@ def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
     return need, upd_points
 
 
+def _write_site(problem, name: str, k: int, d):
+    """A call of ``name`` at the arguments of its definition ``k``: the sites it writes
+    (memoized, so the bounds engines' per-expression caches hit)."""
+    cache = problem.__dict__.setdefault("_write_sites", {})
+    hit = cache.get((name, k))
+    if hit is None:
+        hit = cache[(name, k)] = E.Call(problem.func(name), tuple(d.args))
+    return hit
+
+
+def _own_sites(problem, name, region) -> tuple | None:
+    """Box of the sites the updates of ``name`` read of itself or write, when its pure
+    stage covers ``region`` (None without updates).  Lowering computes the pure stage
+    over ``region`` grown by this box (a scan's update writes rows no consumer reads)."""
+    defs = problem.definitions[name]
+    if len(defs) < 2:
+        return None
+    f = problem.func(name)
+    base = problem.__dict__.get("_fast_base")
+    if base is None:
+        base = {k: _pair(iv) for k, iv in problem.base_scope.items()}
+        problem.__dict__["_fast_base"] = base
+    scope = dict(base)
+    scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
+    out = None
+    for k, d in enumerate(defs[1:], start=1):
+        sc = dict(scope)
+        sc.update({n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()})
+        box = calls_boxes((d.value, _write_site(problem, name, k, d)), sc,
+                          problem.fast_value_bounds).get(name)
+        if box is not None:
+            out = _union(out, tuple((int(max(lo, -2**31)), int(min(hi, 2**31 - 1)))
+                                    for lo, hi in box))
+    return out
+
+
+def grown_region(problem, name, region) -> tuple:
+    """``region`` grown by the sites the updates of ``name`` touch (``_own_sites``)."""
+    own = _own_sites(problem, name, region)
+    return region if own is None else _union(region, own)
+
+
 def tile_facts(problem, group, tile_box) -> TileFacts:
     """Regions of members and outside reads for the output tile ``tile_box``."""
     regions = {group.output: tuple(tile_box)}
@@ -117,7 +159,9 @@ def tile_facts(problem, group, tile_box) -> TileFacts:
         region = regions.get(name)
         if region is None:
             continue            # not read by this tile (can't happen for a legal group)
-        # the pure stage also covers sites the updates write: clip to the full region
+        # the pure stage also covers the sites its updates touch (as lowering computes it)
+        if name != group.output:
+            region = regions[name] = grown_region(problem, name, region)
         need, up = _reads(problem, name, region, problem.definitions[name])
         upd[name] = up
         for callee, box in need.items():
@@ -235,6 +279,10 @@ class MenuFacts:
                     box = need if box is None else np.minimum(box, need)
             if box is not None:
                 box = np.maximum(box, self.clip_bound(name))
+                if self.problem.has_updates(name):
+                    own = _own_sites_vec(self.problem, name, box, self.k)
+                    if own is not None:
+                        box = np.minimum(box, own)
         self._regions[key] = box
         return box
 
@@ -338,3 +386,28 @@ def _reads_vec(problem, name, region, k: int):
             old = need.get(callee)
             need[callee] = b if old is None else np.minimum(old, b)
     return need, upd
+
+
+def _own_sites_vec(problem, name, region, k: int):
+    """``_own_sites`` for every tiling at once: a (2, dims, K) box, or None."""
+    from .vecbounds import calls_boxes_vec
+    np = _np()
+    defs = problem.definitions[name]
+    f = problem.func(name)
+    base = problem.__dict__.get("_fast_base")
+    if base is None:
+        base = {n: _pair(iv) for n, iv in problem.base_scope.items()}
+        problem.__dict__["_fast_base"] = base
+    pure = dict(base)
+    pure.update({v.name: (region[0][d], -region[1][d]) for d, v in enumerate(f.pure.args)})
+    out = None
+    for i, d in enumerate(defs[1:], start=1):
+        scope = dict(pure)
+        scope.update({n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()})
+        box = calls_boxes_vec((d.value, _write_site(problem, name, i, d)), scope, k,
+                              problem.fast_value_bounds).get(name)
+        if box is None:
+            continue
+        b = np.array([[np.clip(lo, *_I32) for lo, _ in box], [-np.clip(hi, *_I32) for _, hi in box]])
+        out = b if out is None else np.minimum(out, b)
+    return out

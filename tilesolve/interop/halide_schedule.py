@@ -58,7 +58,18 @@ def apply_schedule(hp, schedule) -> None:
 
 
 def _level_loop(hp, level):
-    return hp.funcs[level.func], hp.hl.Var(halide_name(level.var))
+    """Halide's LoopLevel of ``level``.  Halide's default stage index (-1) means the
+    consumer's last stage; an explicit index for the last stage is refused by
+    Halide 21's legality check, so the last stage is given as -1."""
+    last = len(hp.source.func(level.func).definitions()) - 1
+    stage = -1 if level.stage == last else level.stage
+    return hp.hl.LoopLevel(hp.funcs[level.func], hp.hl.Var(halide_name(level.var)), stage)
+
+
+def _level_text(lvl) -> str:
+    if lvl.stage == 0:
+        return f"{lvl.func}, {halide_name(lvl.var)}"
+    return f"LoopLevel({lvl.func}, {halide_name(lvl.var)}, {lvl.stage})"
 
 
 def _apply_func(hp, name, fs) -> None:
@@ -68,7 +79,7 @@ def _apply_func(hp, name, fs) -> None:
     if fs.compute.is_root():
         hf.compute_root()
     elif fs.compute.is_at():
-        hf.compute_at(*_level_loop(hp, fs.compute))
+        hf.compute_at(_level_loop(hp, fs.compute))
     elif func.updates and not hp.source.is_output(name):
         raise ScheduleError(f"Func {name} has update definitions and cannot be inlined "
                             "(in Halide or here); schedule it compute_root or compute_at")
@@ -76,7 +87,7 @@ def _apply_func(hp, name, fs) -> None:
         if fs.store.is_root():
             hf.store_root()
         elif fs.store.is_at():
-            hf.store_at(*_level_loop(hp, fs.store))
+            hf.store_at(_level_loop(hp, fs.store))
     if fs.memory in _MEMORY:
         hf.store_in(getattr(hl.MemoryType, _MEMORY[fs.memory]))
     elif fs.memory not in ("auto",):
@@ -165,10 +176,10 @@ def schedule_calls(hp, schedule) -> str:
         if fs.compute.is_root():
             calls.append("compute_root()")
         elif fs.compute.is_at():
-            calls.append(f"compute_at({fs.compute.func}, {halide_name(fs.compute.var)})")
+            calls.append(f"compute_at({_level_text(fs.compute)})")
         if fs.store != fs.compute and not fs.compute.is_inline():
             calls.append("store_root()" if fs.store.is_root()
-                         else f"store_at({fs.store.func}, {halide_name(fs.store.var)})")
+                         else f"store_at({_level_text(fs.store)})")
         for k, st in enumerate(fs.stages):
             pre = "" if k == 0 else f"update({k - 1})."
             for t in st.transforms:

@@ -3,8 +3,9 @@
 Compute levels become one of:
 
 * ``("root",)``: outside every loop, before the first statement that uses it;
-* ``("at", consumer, ir_loop_name)`` resolved later from the consumer's
-  stage nest (``var`` is the schedule's short loop name);
+* ``("at", consumer, var, stage)`` resolved later from the consumer's
+  stage nest (``var`` is the schedule's short loop name, ``stage`` 0 for the
+  pure stage, ``k`` for update ``k - 1``);
 * ``("innermost",)``: a Func with update definitions left at the default
   ``inline`` level (e.g. ``ts.sum``): as in Halide it cannot be substituted,
   so it is computed (and stored) around each statement that uses it, the
@@ -50,7 +51,7 @@ def _level(lvl) -> tuple:
         return ("root",)
     if lvl.kind == "inline":
         return ("inline",)
-    return ("at", lvl.func, lvl.var)
+    return ("at", lvl.func, lvl.var, lvl.stage)
 
 
 def make_plan(pipeline: Pipeline, schedule=None, target: str | None = None) -> Plan:

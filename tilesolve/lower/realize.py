@@ -275,18 +275,21 @@ class Placer:
 
     @staticmethod
     def _level_str(lvl) -> str:
-        return f"{lvl[1]}.{lvl[2]}" if lvl[0] == "at" else lvl[0]
+        if lvl[0] != "at":
+            return lvl[0]
+        return f"{lvl[1]}.{lvl[2]}" if not lvl[3] else f"{lvl[1]}.update({lvl[3] - 1}).{lvl[2]}"
 
     def _at(self, body, name, lvl, make, what):
-        _, c, var = lvl
+        _, c, var, k = lvl
         nests = self.nests.get(c)
-        if not nests or var not in nests[0].loops:
-            raise ScheduleError(f"Func {name} is {what} at {c}.{var}, but {c} has no such loop in "
-                                "its pure stage (is it inlined?)")
-        body, n = insert_in_loop(body, nests[0].loops[var], make)
+        if not nests or k >= len(nests) or var not in nests[k].loops:
+            label = "its pure stage" if k == 0 else f"its update {k - 1}"
+            raise ScheduleError(f"Func {name} is {what} at {self._level_str(lvl)}, but {c} has "
+                                f"no such loop in {label} (is it inlined?)")
+        body, n = insert_in_loop(body, nests[k].loops[var], make)
         if n == 0:
-            raise ScheduleError(f"Func {name} is {what} at {c}.{var}, but that loop is not in "
-                                f"the program yet: {c} must be a consumer of {name}")
+            raise ScheduleError(f"Func {name} is {what} at {self._level_str(lvl)}, but that loop "
+                                f"is not in the program yet: {c} must be a consumer of {name}")
         return body
 
     def make(self, name: str, rest: L.Stmt, kinds: tuple, env: tuple,
@@ -345,7 +348,7 @@ class Placer:
         the Window, or None when the region does not slide."""
         f = self.plan.func(name)
         store = self.plan.store[name]
-        store_loop = None if store == ("root",) else self.nests[store[1]][0].loops[store[2]]
+        store_loop = None if store == ("root",) else self.nests[store[1]][store[3]].loops[store[2]]
         fixed_dims = {d for d, a in enumerate(f.args) if a.name in fixed}
         w = SL.find_window(demand, env, kinds, store_loop, fixed_dims)
         if w is None:

@@ -225,8 +225,9 @@ def _assemble(body, loops, kinds, defs: dict, guards: list, full: dict | None = 
     partitioning would: a steady state without those guards, taken when every block
     is full, and the guarded nest for the last blocks.  The steady state's vector
     loops then run unmasked, with no per-point test."""
-    # keep the guards whose block loop is one of these loops (not a fused let)
-    loop_names = {lp.ir for lp in loops}
+    # keep the guards whose block loop is one of these loops, or a let of them (a
+    # block loop fused with another: ``xo = tile % n``)
+    loop_names = {lp.ir for lp in loops} | set(defs)
     full = {id(g): (full or {})[id(g)][1] for g in guards
             if (full or {}).get(id(g), (None,))[0] in loop_names}
     pos = {lp.ir: p for p, lp in enumerate(loops)}

@@ -238,9 +238,9 @@ class FuncHandle(StageHandle):
                                 f"there is no update {i!r}")
         return StageHandle(self._s, self._func, i + 1)
 
-    def _level(self, method, args, level: LoopLevel, store: bool):
+    def _level(self, method, args, level: LoopLevel, store: bool, kwargs=()):
         s, name = self._s, self._func
-        act = f"{method}({', '.join(str(v) for _, v in args)})"
+        act = f"{method}({', '.join([str(v) for _, v in args] + [f'{k}={v[1]}' for k, v in kwargs])})"
         where = f"Func {name} (pure stage): {act}"
         if s.pipeline.is_output(name) and (level.kind != "root"):
             raise ScheduleError(f"{where}: {name} is an output of the pipeline; outputs are "
@@ -262,7 +262,7 @@ class FuncHandle(StageHandle):
             new = replace(fs, compute=level, store=explicit.get(name, level))
         from .schedule_levels import check_store
         check_store({**s._funcs, name: new}, name, new, where)
-        s._commit(name, new, self._record(method, args), explicit_store=explicit)
+        s._commit(name, new, self._record(method, args, kwargs), explicit_store=explicit)
         return self
 
     def compute_inline(self):
@@ -273,22 +273,46 @@ class FuncHandle(StageHandle):
         """Compute the whole required region once, before its consumers."""
         return self._level("compute_root", [], LoopLevel.root(), False)
 
-    def compute_at(self, consumer, var):
+    def compute_at(self, consumer, var, update=None):
         """Compute the region needed by one iteration of loop ``var`` of
         ``consumer``'s pure stage, inside that loop::
 
             for y: for x: blur_y(x, y)     ->   for y:
                                                   for x': blur_x(x', y-1..y+1)
                                                   for x: blur_y(x, y)
-        """
-        c, v = _func_name(consumer), _var(var)
-        return self._level("compute_at", [("func", c), ("var", v)], LoopLevel.at(c, v), False)
 
-    def store_at(self, consumer, var):
+        ``consumer`` may be an update's handle (``s[c].update(i)``), or
+        ``update=i`` given: the loop is then one of that update stage's, and
+        only that stage (and later ones inside the loop) may read the Func.
+        """
+        return self._at("compute_at", consumer, var, update, False)
+
+    def store_at(self, consumer, var, update=None):
         """Allocate the buffer at loop ``var`` of ``consumer`` (at or outside
-        the compute level)."""
-        c, v = _func_name(consumer), _var(var)
-        return self._level("store_at", [("func", c), ("var", v)], LoopLevel.at(c, v), True)
+        the compute level; ``consumer``/``update`` as in ``compute_at``)."""
+        return self._at("store_at", consumer, var, update, True)
+
+    def _at(self, method, consumer, var, update, store):
+        if isinstance(consumer, StageHandle):
+            if update is not None:
+                raise ScheduleError(f"Func {self._func} (pure stage): {method}: give the "
+                                    "update as a handle or as update=, not both")
+            c, stage = consumer._func, consumer._stage
+        else:
+            c = _func_name(consumer)
+            if update is None:
+                stage = 0
+            else:
+                stage = _int(update, "update", f"Func {self._func} (pure stage): {method}") + 1
+                n = len(self._s._funcs[c].stages) - 1 if c in self._s._funcs else 0
+                if not 0 < stage <= n:
+                    raise ScheduleError(f"Func {self._func} (pure stage): {method}: Func {c} "
+                                        f"has {n} update definition(s); there is no update "
+                                        f"{update!r}")
+        v = _var(var)
+        kwargs = () if stage == 0 else (("update", ("int", stage - 1)),)
+        return self._level(method, [("func", c), ("var", v)], LoopLevel.at(c, v, stage), store,
+                           kwargs)
 
     def store_root(self):
         """Allocate the buffer outside every loop."""

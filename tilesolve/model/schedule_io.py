@@ -19,7 +19,10 @@ VERSION = 1
 
 
 def level_to_dict(lv: LoopLevel) -> dict:
-    return {"kind": lv.kind, "func": lv.func, "var": lv.var}
+    d = {"kind": lv.kind, "func": lv.func, "var": lv.var}
+    if lv.stage:
+        d["stage"] = lv.stage
+    return d
 
 
 def func_schedule_to_dict(fs: FuncSchedule) -> dict:
@@ -114,8 +117,8 @@ DIRECTIVES = {
     "gpu_tile": (False, [("var",) * 3 + ("int",), ("var",) * 6 + ("int", "int")], _TAIL),
     "compute_inline": (True, [()], ()),
     "compute_root": (True, [()], ()),
-    "compute_at": (True, [("func", "var")], ()),
-    "store_at": (True, [("func", "var")], ()),
+    "compute_at": (True, [("func", "var")], ("update",)),
+    "store_at": (True, [("func", "var")], ("update",)),
     "store_root": (True, [()], ()),
     "store_in": (True, [("str",)], ()),
     "bound": (True, [("var", "int", "int")], ()),
@@ -156,8 +159,9 @@ def check_directive(d: Directive, where: str | None = None) -> None:
             takes = f"only {', '.join(keywords)}" if keywords else "none"
             raise ScheduleError(f"{where}: unknown keyword {name!r}; {d.method} takes {takes}")
         _check_value(kind, value, f"{where}: keyword {name}")
-        if kind != "str":
-            raise ScheduleError(f"{where}: keyword {name} must be a \"str\" value, got {kind!r}")
+        want = "int" if name == "update" else "str"
+        if kind != want:
+            raise ScheduleError(f"{where}: keyword {name} must be a \"{want}\" value, got {kind!r}")
 
 
 def _check_value(kind, value, where: str) -> None:

@@ -1,8 +1,9 @@
 """Legality of compute and store levels, and the whole-schedule check.
 
-``funcs`` below is a dict ``name -> FuncSchedule``.  A level ``at(c, v)``
-names loop ``v`` of Func ``c``'s pure stage; loop ``w`` of ``c`` is at or
-inside ``v`` when ``index(w) <= index(v)`` (dims are innermost first).
+``funcs`` below is a dict ``name -> FuncSchedule``.  A level ``at(c, v, k)``
+names loop ``v`` of stage ``k`` of Func ``c`` (0: the pure stage); loop ``w``
+of the same stage is at or inside ``v`` when ``index(w) <= index(v)`` (dims
+are innermost first).  Loops of different stages of ``c`` never nest.
 """
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ def encloses(funcs: dict, outer: LoopLevel, inner: LoopLevel) -> bool:
         return True
     if outer.kind != "at":
         return False
-    st0 = funcs[outer.func].stages[0]
+    st = funcs[outer.func].stages[outer.stage]
     lvl, seen = inner, set()
     while lvl.kind == "at" and lvl.func not in seen:
         seen.add(lvl.func)
         if lvl.func == outer.func:
-            return 0 <= st0.index(lvl.var) <= st0.index(outer.var)
+            return lvl.stage == outer.stage and 0 <= st.index(lvl.var) <= st.index(outer.var)
         lvl = funcs[lvl.func].compute
     return False
 
@@ -45,10 +46,11 @@ def check_target(pipeline, funcs: dict, name: str, level: LoopLevel, what: str) 
     if funcs[c].compute.kind == "inline":
         raise ScheduleError(f"{where}: {what}: {c} is inlined, so it has no loops; give it a "
                             f"compute level first (s[{c}].compute_root())")
-    st0: StageSchedule = funcs[c].stages[0]
-    if st0.index(v) < 0:
-        raise ScheduleError(f"{where}: {what}: {c} has no loop {v} in its pure stage; its loops "
-                            f"are {', '.join(st0.loop_names())} (innermost first)")
+    st: StageSchedule = funcs[c].stages[level.stage]
+    if st.index(v) < 0:
+        label = "its pure stage" if level.stage == 0 else f"its update {level.stage - 1}"
+        raise ScheduleError(f"{where}: {what}: {c} has no loop {v} in {label}; its loops "
+                            f"are {', '.join(st.loop_names())} (innermost first)")
 
 
 def check_store(funcs: dict, name: str, fs: FuncSchedule, what: str) -> None:
@@ -71,7 +73,7 @@ def check_all(pipeline, funcs: dict, what: str) -> None:
             if c.compute.kind == "inline":
                 raise ScheduleError(f"{what}: Func {lvl.func} cannot be inlined: {name} is "
                                     f"{kind} at {lvl}")
-            if c.stages[0].index(lvl.var) < 0:
+            if c.stages[lvl.stage].index(lvl.var) < 0:
                 raise ScheduleError(
                     f"{what}: this removes loop {lvl.var} of Func {lvl.func}, where {name} is "
                     f"{kind} ({lvl}); schedule {lvl.func}'s loops before compute_at/store_at, "
@@ -103,7 +105,8 @@ def validate(pipeline, funcs: dict, explicit_store: dict, defaults: dict) -> Non
         if fs.compute.kind != "at":
             continue
         for e, k in use_sites(pipeline, funcs, name):
-            inside = (e == fs.compute.func and k == 0) or encloses(funcs, fs.compute, funcs[e].compute)
+            inside = ((e == fs.compute.func and k == fs.compute.stage)
+                      or encloses(funcs, fs.compute, funcs[e].compute))
             if not inside:
                 label = "pure stage" if k == 0 else f"update {k - 1}"
                 raise ScheduleError(

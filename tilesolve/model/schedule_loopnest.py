@@ -126,45 +126,48 @@ class _Printer:
                 out[a.name] = (_num(region[i].lo), _num(region[i].hi))
         return out
 
-    def inside(self, name, c, v) -> bool:
-        """Whether Func ``name`` is computed within loop ``v`` of ``c``."""
-        st0 = self.funcs[c].stages[0]
+    def inside(self, name, c, v, k) -> bool:
+        """Whether Func ``name`` is computed within loop ``v`` of stage ``k`` of ``c``."""
+        st = self.funcs[c].stages[k]
         lvl = self.funcs[name].compute
         while lvl.kind == "at":
             if lvl.func == c:
-                return 0 <= st0.index(lvl.var) <= st0.index(v)
+                return lvl.stage == k and 0 <= st.index(lvl.var) <= st.index(v)
             lvl = self.funcs[lvl.func].compute
         return False
 
-    def regions_within(self, c, v, region) -> dict:
-        """Regions of the Funcs computed inside loop ``v`` of ``c`` (first iteration)."""
-        st0 = self.funcs[c].stages[0]
-        ranges = self.stage_ranges(c, 0, region)
-        nest = _Nest(st0.transforms, ranges)
-        fixed = set(st0.loop_names()[st0.index(v):])
-        rel = nest.relative(fixed)
-        f = self.p.func(c)
-        # the original loops are nodes 0..n-1, in the order of the pure args
-        box = self.iv.Box((ranges[a.name][0] + rel[i][0], ranges[a.name][0] + rel[i][1])
-                          for i, a in enumerate(f.pure.args))
-        need = {c: box}
+    def regions_within(self, c, v, region, k) -> dict:
+        """Regions of the Funcs computed inside loop ``v`` of stage ``k`` of ``c``
+        (first iteration)."""
+        st = self.funcs[c].stages[k]
+        ranges = self.stage_ranges(c, k, region)
+        nest = _Nest(st.transforms, ranges)
+        rel = nest.relative(set(st.loop_names()[st.index(v):]))
+        # the original loops are nodes 0..n-1, in the order of ``ranges``
+        scope = dict(self.scope0)
+        scope.update({n: self.iv.Interval(lo + rel[i][0], lo + rel[i][1])
+                      for i, (n, (lo, _)) in enumerate(ranges.items())})
+        need: dict = {}
+        self._add_reads(c, k, scope, need)
         for name in reversed(self.p.order()):
-            if name not in need:
+            if name not in need or name == c:
                 continue
             fs = self.funcs[name]
-            if name != c and not (fs.compute.kind == "inline" or self.inside(name, c, v)):
+            if not (fs.compute.kind == "inline" or self.inside(name, c, v, k)):
                 continue
-            stages = (0,) if name == c else range(len(fs.stages))
-            for k in stages:
+            for j in range(len(fs.stages)):
                 scope = dict(self.scope0)
                 scope.update({n: self.iv.Interval(lo, hi)
-                              for n, (lo, hi) in self.stage_ranges(name, k, need[name]).items()})
-                d = self.p.func(name).definitions()[k]
-                for e in definition_exprs(d):
-                    for callee, b in self.iv.boxes_required(e, scope, func_bounds=self.values).items():
-                        if callee in self.funcs and callee != name:
-                            need[callee] = need[callee].union(b) if callee in need else b
+                              for n, (lo, hi) in self.stage_ranges(name, j, need[name]).items()})
+                self._add_reads(name, j, scope, need)
         return need
+
+    def _add_reads(self, name, k, scope, need) -> None:
+        d = self.p.func(name).definitions()[k]
+        for e in definition_exprs(d):
+            for callee, b in self.iv.boxes_required(e, scope, func_bounds=self.values).items():
+                if callee in self.funcs and callee != name:
+                    need[callee] = need[callee].union(b) if callee in need else b
 
     # -- printing ------------------------------------------------------------------
     def emit_func(self, name, region, ind):
@@ -179,23 +182,21 @@ class _Printer:
                 lo, hi = ranges[d.var] if nid < len(ranges) else (0, nest.ext[nid] - 1)
                 self.lines.append("  " * depth + f"{_KIND_WORD[d.kind]} {d.var} in [{lo}, {hi}]:")
                 depth += 1
-                if k == 0:
-                    depth = self.emit_children(name, d.var, region, depth)
+                depth = self.emit_children(name, d.var, region, depth, k)
             if k == 0 and not st.dims:
-                depth = self.emit_children(name, None, region, depth)
+                depth = self.emit_children(name, None, region, depth, 0)
             args = ", ".join(str(a) for a in self.p.func(name).definitions()[k].args)
             self.lines.append("  " * depth + f"{name}({args}) = ..."
                               + ("" if k == 0 else f"  # update {k - 1}"))
 
-    def emit_children(self, c, v, region, depth) -> int:
-        """Produce blocks of the Funcs computed at loop ``v`` of ``c``; returns
-        the indentation of the consumer's body."""
+    def emit_children(self, c, v, region, depth, k) -> int:
+        """Produce blocks of the Funcs computed at loop ``v`` of stage ``k`` of ``c``;
+        returns the indentation of the consumer's body."""
         kids = [n for n in self.p.order()
-                if self.funcs[n].compute.kind == "at" and self.funcs[n].compute.func == c
-                and self.funcs[n].compute.var == v]
+                if self.funcs[n].compute == self.funcs[n].compute.at(c, v, k)]
         if not kids:
             return depth
-        need = self.regions_within(c, v, region)
+        need = self.regions_within(c, v, region, k)
         for n in kids:
             if n not in need:
                 raise ScheduleError(f"Func {n} is computed at {c}.{v} but nothing inside that "

@@ -43,13 +43,18 @@ class LoopLevel:
     storage), ``"root"`` (outside every loop: a whole-region buffer) or
     ``"at"`` (inside loop ``var`` of Func ``func``'s *pure* stage, i.e. once per
     iteration of that loop).  ``func`` and ``var`` are ``""`` unless
-    ``kind == "at"``; ``var`` names a loop of the consumer's pure stage after
-    its splits and fuses (one of ``func_schedule(func).stages[0].dims``).
+    ``kind == "at"``; ``var`` names a loop of the consumer's stage ``stage``
+    (0: the pure stage, ``k``: update ``k - 1``) after its splits and fuses
+    (one of ``func_schedule(func).stages[stage].dims``).  A Func read only by
+    an update of its consumer may be computed inside that update's loops
+    (Halide's ``LoopLevel(f, v, stage_index)``): max_filter computes its
+    column scan per strip of the output's max-over-dx update.
     """
 
     kind: str
     func: str = ""
     var: str = ""
+    stage: int = 0
 
     @staticmethod
     def inline() -> "LoopLevel":
@@ -60,8 +65,8 @@ class LoopLevel:
         return LoopLevel("root")
 
     @staticmethod
-    def at(func: str, var: str) -> "LoopLevel":
-        return LoopLevel("at", func, var)
+    def at(func: str, var: str, stage: int = 0) -> "LoopLevel":
+        return LoopLevel("at", func, var, stage)
 
     def is_inline(self) -> bool:
         return self.kind == "inline"
@@ -73,7 +78,10 @@ class LoopLevel:
         return self.kind == "at"
 
     def __str__(self) -> str:
-        return f"{self.func}.{self.var}" if self.kind == "at" else self.kind
+        if self.kind != "at":
+            return self.kind
+        return f"{self.func}.{self.var}" if not self.stage else \
+            f"{self.func}.update({self.stage - 1}).{self.var}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """``solve_schedule(pipeline, hw_spec, estimates=None, method="auto", ...)``.
 
-Methods (all share ``Problem`` preprocessing and ``CostModel``):
+Methods (all share ``Problem`` preprocessing, the inlining trials of
+``inline_refine`` after a greedy grouping, and ``CostModel``):
 
 * ``"greedy"``: Mullapudi 2016's agglomerative grouping with joint tiling;
 * ``"ilp"``: the exact partition + tiling model (CP-SAT; ``solver="pulp"``
@@ -22,6 +23,7 @@ import time
 
 from ..errors import ScheduleError, SolverError
 from .cost import CostModel
+from .inline_refine import refine_inlining
 from .problem import Problem
 from .provenance import Provenance
 from .schedule_gen import in_group_callees, schedule_from_columns
@@ -103,13 +105,11 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
     _check_arguments(pipeline, estimates, method, time_limit, seed, options)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
-    problem = Problem(pipeline, spec, estimates)
+    problem, res = refine_inlining(Problem(pipeline, spec, estimates))
     model = CostModel(problem)
     if method == "auto":
         columns, prov = _solve_auto(model, time_limit, seed, t0, **options)
     elif method == "greedy":
-        from .greedy import greedy_groups
-        res = greedy_groups(model)
         prov = Provenance("greedy", res.total, greedy_cost=res.total,
                           merges=res.merges, cost_evaluations=res.evaluations)
         columns = res.columns

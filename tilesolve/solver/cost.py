@@ -25,7 +25,8 @@ from ..analysis.footprint import MenuFacts, box_extents
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
 from .cost_terms import (L2_WORD_OPS, block_choice, intermediate_words, l1_miss_fraction,
-                         lane_utilization, tile_tasks, tile_terms, wave_imbalance, workers)
+                         lane_utilization, tile_tasks, tile_terms, tiled_stage, wave_imbalance,
+                         workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
 
@@ -86,7 +87,7 @@ def untiled_reduction_loads(problem, group) -> float:
     return total
 
 
-def root_update_rereads(problem, output: str) -> float:
+def root_update_rereads(problem, output: str, skip: int = 0) -> float:
     """Words that the reductions of a tiled group's output read from memory more than once.
 
     The output's update stages run at root, over its whole region, after the tiles
@@ -106,9 +107,9 @@ def root_update_rereads(problem, output: str) -> float:
         return 0.0
     inner = []
     ext = [float(hi - lo + 1) for lo, hi in region]
-    for u in updates:
+    for i, u in enumerate(updates):
         blk = u.block
-        if blk is None or not u.has_rdom:
+        if blk is None or not u.has_rdom or i + 1 == skip:
             continue
         lanes = problem.spec.vector_lanes(problem.bytes_per_point(output))
         util = lane_utilization(ext[blk.x_dim], lanes)
@@ -259,7 +260,8 @@ class CostModel:
         for every tiling: they run at root, ``root_update_rereads``)."""
         hit = self._sweeps.get(group)
         if hit is None:
-            hit = self._sweeps[group] = root_update_rereads(self.problem, group.output)
+            hit = self._sweeps[group] = root_update_rereads(
+                self.problem, group.output, tiled_stage(self.problem, group))
         return hit
 
     def _price(self, group: Group, menu: _Menu) -> GroupCosts:

@@ -100,8 +100,16 @@ def _ext(box, d):
     return box_extents(box)[d]
 
 
+def tiled_stage(problem, group) -> int:
+    """The output's update that ``schedule_gen`` tiles for this group (its members read
+    only by that update are computed per tile of it), or 0."""
+    return max((problem.member_stage(m, group.output) for m in group.members
+                if m != group.output), default=0)
+
+
 def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
     spec = problem.spec
+    tiled_k = tiled_stage(problem, group)
     regs_avail = vector_registers(spec)
     zero = np.zeros(k)
     arith, lanes, regs, red, root_upd = zero.copy(), zero.copy(), zero.copy(), zero.copy(), zero.copy()
@@ -117,9 +125,10 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
             lanes += pure_arith * (1.0 / lane_utilization(_ext(box, 0), L) - 1.0)
         if loads > regs_avail:
             regs += pts * SPILL_OPS * (loads - regs_avail)
-        is_root = m == group.output
         full = problem.regions[m]
-        for u in updates:
+        for i, u in enumerate(updates):
+            # the output's updates run at root, except the one tiled with the group
+            is_root = m == group.output and i + 1 != tiled_k
             pts_u = float(u.rdom_points)
             for d in u.pure_dims:
                 pts_u = pts_u * _ext(box, d)
@@ -133,7 +142,7 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
             a = pts_u * per
             lane_u = a * (1.0 / util - 1.0)
             red_u = pts_u * loop
-            blk = u.block
+            blk = u.block if (m != group.output or is_root) else None
             if blk is not None:
                 _, nb, by, b_arith, b_util, b_loop = block_choice(
                     spec, u, L, util, extent(blk.x_dim), extent(blk.y_dim), cached_load_ops)

@@ -254,3 +254,22 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             inlined.add(name)
             sites.final[name] = sites.in_finals(name, inlined)
     return frozenset(inlined)
+
+
+def recompute_factors(pipeline: Pipeline, regions: dict, inlined, names) -> dict:
+    """name -> evaluations per point of each Func in ``names`` if it were inlined too
+    (``site_evaluations`` over its points), with the Funcs ``inlined`` already
+    inlined; what ``inline_refine`` screens its trials with."""
+    sites = _Sites(pipeline, _all_call_sites(pipeline))
+    pure = {n: [v.name for v in f.pure.args] for n, f in pipeline.funcs.items()}
+    done: set = set()
+    for name in reversed(pipeline.order()):
+        if name in inlined:
+            done.add(name)
+            sites.final[name] = sites.in_finals(name, done)
+    out = {}
+    for name in names:
+        evals = site_evaluations(sites.in_finals(name, done), regions, pure)
+        pts = _points(regions, name)
+        out[name] = evals / pts if pts else float("inf")
+    return out

@@ -21,7 +21,8 @@ from .cost import CostModel
 from .problem import Problem
 from .space import Group, Tiling
 
-__all__ = ["schedule_columns", "schedule_costs", "predict_cost", "cost_of_terms"]
+__all__ = ["schedule_columns", "schedule_costs", "predict_cost", "cost_of_terms",
+           "schedule_problem"]
 
 
 def _record_fields(rec) -> tuple:
@@ -71,9 +72,22 @@ def schedule_costs(model: CostModel, schedule) -> list:
     return out
 
 
+def schedule_problem(pipeline, spec, estimates, schedule) -> Problem:
+    """The Problem a solved ``schedule`` was made in: its recorded inlining choices
+    (``provenance.inlined``, which ``inline_refine`` may have extended), else the
+    default ones."""
+    prov = getattr(schedule, "provenance", None)
+    try:
+        inlined = prov.get("inlined") if prov is not None else None
+    except AttributeError:
+        inlined = None
+    return Problem(pipeline, spec, estimates,
+                   inlined=frozenset(inlined) if inlined else None)
+
+
 def predict_cost(pipeline, schedule, spec, estimates) -> float:
     """Predicted cost of a solved ``schedule`` of ``pipeline`` on ``spec`` (a
     HardwareSpec or a spec name) for ``estimates``, in the model's units."""
     from ..specs import load_spec
-    model = CostModel(Problem(pipeline, load_spec(spec), estimates))
+    model = CostModel(schedule_problem(pipeline, load_spec(spec), estimates, schedule))
     return sum(cost_of_terms(c) for c in schedule_costs(model, schedule))

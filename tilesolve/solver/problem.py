@@ -226,11 +226,102 @@ class Problem:
 
     def can_join_group(self, name: str, output: str) -> bool:
         """May ``name`` be computed per tile of the group whose output is ``output``?
-        Not an output itself, and not read by an update of ``output``: a group
-        output's update stages run at root, after its tiles (``schedule_gen``), so
-        what they read must be at root too.  Members compute all their stages per
-        tile, so a Func their updates read may join with them."""
-        return not self.is_output(name) and output not in self.update_readers.get(name, ())
+
+        Not an output itself.  A Func that the output's pure stage reaches (directly or
+        through other Funcs) is computed at the pure stage's tile loop, so no update of
+        ``output`` may read it directly: a group output's updates run at root, after its
+        tiles (``schedule_gen``).  A Func that only the output's update reaches, where
+        that update can be tiled as the pure stage is (``tiled_update``), is computed at
+        the update's tile loop instead (max_filter's column scan, per strip of the
+        max-over-dx update); then every Func it reads must be reached only through that
+        update too, so that nothing computed at the pure stage's tiles reads it.
+        Members compute all their stages per tile, so a Func their updates read may
+        join with them."""
+        if self.is_output(name):
+            return False
+        k = self.member_stage(name, output)
+        if k == 0:
+            return output not in self.update_readers.get(name, ())
+        if self.is_scan(name):
+            return False
+        stages = self.output_stages(output)
+        return all(stages.get(p, frozenset({k})) == frozenset({k})
+                   for p in self.producers_closure(name))
+
+    def is_scan(self, name: str) -> bool:
+        """Whether an update of ``name`` writes at arguments other than its pure Vars
+        (``f(x, r) = f(x, r - 1) + ...``): the region it writes is the RDom's, whatever
+        the tile, so computing it per tile repeats the whole scan."""
+        f = self.func(name)
+        pure = [v.name for v in f.pure.args]
+        return any(len(u.args) != len(pure) or not all(
+            isinstance(a, E.Var) and a.name == v for a, v in zip(u.args, pure))
+            for u in f.updates)
+
+    def member_stage(self, name: str, output: str) -> int:
+        """The stage of ``output`` whose tile loop computes member ``name``: the tileable
+        update (``tiled_update``) when only that update reaches ``name``, else 0 (the
+        pure stage)."""
+        st = self.output_stages(output).get(name)
+        k = self.tiled_update(output)
+        return k if k is not None and st == frozenset({k}) else 0
+
+    def tiled_update(self, output: str) -> int | None:
+        """The stage index of ``output``'s update that ``schedule_gen`` may tile like its
+        pure stage (CPU only): the output has exactly one update, whose arguments are
+        its pure Vars in order (``out(x, y) = max(out(x, y), g(x + r, y))``)."""
+        if self.spec.is_gpu:
+            return None
+        f = self.func(output)
+        if len(f.updates) != 1:
+            return None
+        args = f.updates[0].args
+        pure = f.pure.args
+        if len(args) != len(pure) or not all(isinstance(a, E.Var) and a.name == v.name
+                                             for a, v in zip(args, pure)):
+            return None
+        return 1
+
+    def output_stages(self, output: str) -> dict:
+        """Func -> the stages of ``output`` that read it, directly or through other
+        (non-output) Funcs (memoized per output)."""
+        memo = self.__dict__.setdefault("_output_stages", {})
+        hit = memo.get(output)
+        if hit is not None:
+            return hit
+        direct: dict = {}
+        f = self.func(output)
+        for k, d in enumerate(self.definitions[output]):
+            exprs = [d.value, *d.args]
+            if k > 0 and f.definitions()[k].rdom is not None:
+                r = f.definitions()[k].rdom
+                exprs += [self.inline_expr(e) for e in r.mins + r.extents + r.predicates]
+            for e in exprs:
+                for c in walk(e):
+                    if isinstance(c, E.Call) and c.target.name != output:
+                        direct.setdefault(c.target.name, set()).add(k)
+        out: dict = {}
+        for n in reversed(self.funcs):
+            if n == output:
+                continue
+            st = set(direct.get(n, ()))
+            for c in self.consumers.get(n, ()):
+                if c != output and not self.is_output(c):
+                    st |= out.get(c, frozenset())
+            if st:
+                out[n] = frozenset(st)
+        memo[output] = out
+        return out
+
+    def producers_closure(self, name: str) -> frozenset:
+        """The non-inlined Funcs ``name`` reads, directly or through others."""
+        seen, stack = set(), [name]
+        while stack:
+            for c in self.callees.get(stack.pop(), ()):
+                if c in self.callees and c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        return frozenset(seen)
 
     def is_output(self, name: str) -> bool:
         return name in self._outputs

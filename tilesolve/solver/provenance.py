@@ -189,7 +189,7 @@ class Provenance(Mapping):
     solve_time: float | None = None      # wall seconds of solve_schedule
     spec: str | None = None
     groups: tuple = ()                   # of GroupRecord, in pipeline order
-    inlined: tuple = ()                  # Funcs inlined before grouping
+    inlined: tuple = ()                  # Funcs inlined (before grouping, or after: inline_refine)
     extra: dict = field(default_factory=dict)   # keys from JSON this version does not know
 
     # -- mapping view --------------------------------------------------------------

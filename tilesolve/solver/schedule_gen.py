@@ -46,7 +46,7 @@ def _vectorize_inner(problem, h, name, var, extent) -> None:
         _try(h.vectorize, var, lanes)
 
 
-def _schedule_updates(problem, s, name, root: bool, extents=None) -> None:
+def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0) -> None:
     """Update stages: register-blocked where the cost model blocks them
     (``register_block``; ``extents``: the region the updates run over, per
     dimension: the member's per-tile region, or the whole region at root),
@@ -58,6 +58,8 @@ def _schedule_updates(problem, s, name, root: bool, extents=None) -> None:
         extents = [hi - lo + 1 for lo, hi in region]
     infos = problem.stage_info[name][1]
     for i, u in enumerate(f.updates):
+        if i + 1 == skip:
+            continue        # tiled by the caller (``_tile_update``)
         if infos[i].block is not None and _block_update(problem, s, name, i, infos[i], root,
                                                         extents):
             continue
@@ -70,6 +72,32 @@ def _schedule_updates(problem, s, name, root: bool, extents=None) -> None:
         _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
         if root and len(pure) > 1:
             _try(h.parallel, pure[-1])
+
+
+def _tile_update(problem, s, out, k, tiled, tiling, names, inner_x, inner_e) -> None:
+    """Tile update ``k`` of the group output as its pure stage is tiled (same splits,
+    the outer tile loops fused into one parallel loop named as the pure stage's), its
+    RDom loops innermost, so that members read only by this update are computed per
+    tile of it (``Problem.member_stage``)."""
+    h = s[out].update(k - 1)
+    inner_names, outer_names = [], []
+    for i in tiled:
+        o, n_ = f"{names[i]}o", f"{names[i]}i"
+        h.split(names[i], o, n_, tiling.sizes[i])
+        inner_names.append(n_)
+        outer_names.append(o)
+    d = problem.func(out).updates[k - 1]
+    rvars = [rv.name for rv in d.rdom.rvars()] if d.rdom is not None else []
+    untiled = [names[i] for i in range(len(names)) if i not in tiled]
+    h.reorder(*(rvars + inner_names + untiled + outer_names))
+    if len(outer_names) > 1:
+        cur = outer_names[0]
+        for j, o in enumerate(outer_names[1:]):
+            fused = "tile" if j == len(outer_names) - 2 else f"{cur}_{o}"
+            h.fuse(cur, o, fused)
+            cur = fused
+    h.parallel("tile" if len(outer_names) > 1 else outer_names[0])
+    _vectorize_inner(problem, h, out, inner_x, inner_e)
 
 
 def _block_update(problem, s, name, i, info, root, extents) -> bool:
@@ -125,13 +153,21 @@ def _cpu_group(problem, s, group, tiling) -> None:
             h.fuse(cur, o, fused)
             cur = fused
     h.parallel(tile_var)
-    _vectorize_inner(problem, h, out, inner_names[0] if tiled[0] == 0 else names[0],
-                     tiling.sizes[0] if tiled[0] == 0 else region[0][1] - region[0][0] + 1)
-    _schedule_updates(problem, s, out, True)
+    inner_x = inner_names[0] if tiled[0] == 0 else names[0]
+    inner_e = tiling.sizes[0] if tiled[0] == 0 else region[0][1] - region[0][0] + 1
+    _vectorize_inner(problem, h, out, inner_x, inner_e)
+    stage_of = {m: problem.member_stage(m, out) for m in group.producers()}
+    k = max(stage_of.values(), default=0)
+    _schedule_updates(problem, s, out, True, skip=k)
+    if k:
+        _tile_update(problem, s, out, k, tiled, tiling, names, inner_x, inner_e)
     facts = None
     for m in sorted(group.producers()):
         hm = s[m]
-        hm.compute_at(out, tile_var)
+        if stage_of[m]:
+            hm.compute_at(out, tile_var, update=stage_of[m] - 1)
+        else:
+            hm.compute_at(out, tile_var)
         mf = problem.func(m)
         mreg = problem.regions[m]
         _vectorize_inner(problem, hm, m, mf.pure.args[0].name, mreg[0][1] - mreg[0][0] + 1)

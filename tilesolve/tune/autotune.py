@@ -222,6 +222,7 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     bases.  ``seed``: solvers', random inputs' and the timing rounds' shuffles' seed.
     """
     from ..bench.progress import Progress
+    from ..solver.inline_refine import refine_inlining
     from ..solver.problem import Problem
     from .db import open_db, pipeline_json, tuning_key
     estimates = {} if estimates is None else estimates
@@ -231,7 +232,7 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     deadline = t0 + float(budget_s)
     log = progress if not isinstance(progress, bool) else Progress(enabled=progress)
     try:
-        problem = Problem(pipeline, spec, estimates)
+        problem = refine_inlining(Problem(pipeline, spec, estimates))[0]
     except SolverError as e:
         raise SolverError(f"autotune: estimates: {e}") from None
     store = open_db(db)

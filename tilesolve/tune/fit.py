@@ -108,10 +108,9 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
 def price_samples(spec, samples) -> List[PricedSample]:
     """Price every sample once with ``spec``: its compute part and its memory words.
 
-    Samples that share a pipeline and estimates share one ``Problem``."""
+    Samples that share a pipeline, estimates and inlining choices share one ``Problem``."""
     from ..solver.cost import CostModel
-    from ..solver.predict import cost_of_terms, schedule_costs
-    from ..solver.problem import Problem
+    from ..solver.predict import cost_of_terms, schedule_costs, schedule_problem
 
     models: dict = {}
     out = []
@@ -125,10 +124,13 @@ def price_samples(spec, samples) -> List[PricedSample]:
                 or not math.isfinite(ms):
             raise TilesolveError(f"fit_spec: sample {i}: measured_ms must be a positive "
                                  f"number, got {ms!r}")
-        key = (id(pipeline), repr(sorted((k, list(v)) for k, v in (estimates or {}).items())))
+        prov = getattr(schedule, "provenance", None)
+        inlined = tuple(sorted(prov.get("inlined") or ())) if prov is not None else ()
+        key = (id(pipeline), repr(sorted((k, list(v)) for k, v in (estimates or {}).items())),
+               inlined)
         model = models.get(key)
         if model is None:
-            model = models[key] = CostModel(Problem(pipeline, spec, estimates))
+            model = models[key] = CostModel(schedule_problem(pipeline, spec, estimates, schedule))
         costs = schedule_costs(model, schedule)
         total = sum(cost_of_terms(c) for c in costs)
         if spec.is_gpu:

@@ -47,7 +47,7 @@ def _merge_candidates(problem, groups: dict):
         if len(cgroups) != 1:
             continue
         target = cgroups.pop()
-        if problem.can_join_group(p, target):
+        if all(problem.can_join_group(m, target) for m in sorted(pg.members)):
             yield pg, groups[target]
 
 

@@ -1,0 +1,56 @@
+"""Inlining revisited after grouping (solver/inline_refine.py): a large Func that no
+group could hold is inlined when the cost model says its recomputation is cheaper
+than its buffer's memory traffic, and only then."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilesolve as ts
+from tilesolve.apps import get_app
+from tilesolve.solver.cost import CostModel
+from tilesolve.solver.greedy import greedy_groups
+from tilesolve.solver.inline_refine import candidates, refine_inlining
+from tilesolve.solver.predict import predict_cost
+from tilesolve.solver.problem import Problem
+
+
+def _laplacian():
+    app = get_app("local_laplacian")
+    pipe, est = app.build(app.PAPER_SIZE, pyramid_levels=5)
+    return app, pipe, est
+
+
+def test_the_remapped_levels_of_local_laplacian_are_inlined_and_stay_correct():
+    app, pipe, est = _laplacian()
+    base = Problem(pipe, ts.load_spec("host"), est)
+    assert "gPyramid_0" not in base.inlined          # the pre-grouping rule keeps it
+    before = greedy_groups(CostModel(base)).total
+    refined, result = refine_inlining(base)
+    assert "gPyramid_0" in refined.inlined
+    assert result.total < 0.97 * before
+    s = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    assert "gPyramid_0" in s.provenance.inlined and "s[gPyramid_0]" not in str(s)
+    # the model prices the schedule in the problem it was made in
+    assert predict_cost(pipe, s, "host", est) == pytest.approx(s.provenance.predicted_cost,
+                                                               rel=1e-9)
+    small = [40, 32, 3]
+    inp = app.make_inputs(small)
+    out = np.asarray(ts.compile(pipe, s).realize(small, **inp)).astype(np.float64)
+    ref = np.asarray(ts.reference.realize(pipe, small, **inp)).astype(np.float64)
+    assert np.abs(out - ref).max() <= 1.0         # integers within 1: the pipeline calls exp
+
+
+def test_stencils_inlined_into_stencils_are_not_tried():
+    app = get_app("stencil_chain")
+    pipe, est = app.build(app.PAPER_SIZE)
+    p = Problem(pipe, ts.load_spec("host"), est)
+    r = greedy_groups(CostModel(p))
+    assert candidates(p, r) == []                # each would be evaluated ~25 times a point
+    assert refine_inlining(p)[0] is p
+
+
+def test_gpu_specs_are_left_alone():
+    app, pipe, est = _laplacian()
+    p = Problem(pipe, ts.load_spec("h100"), est)
+    assert refine_inlining(p)[0] is p

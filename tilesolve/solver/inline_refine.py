@@ -1,0 +1,88 @@
+"""Inlining revisited after grouping (CPU specs).
+
+``choose_inlined`` decides before grouping, by counting work only: a Func whose
+inlining would evaluate it more often than once per point stays a Func, on the
+assumption that a group will hold it in cache.  When no group can (its consumers
+end up in different groups), it is computed at root: a whole-region buffer written
+to memory and read back by each consumer.  local_laplacian's ``gPyramid_0`` (the
+image remapped at every intensity level, 8 copies of the image, 200 MB at the paper
+size) is read by the next pyramid level and by the Laplacian level 0; computed at
+root it costs more memory traffic than recomputing it inside its two readers.
+
+So after a greedy grouping, each large Func the grouping left at root is tried
+inlined: the problem is made again with it inlined, grouped again by greedy, and the
+cheapest answer in the cost model is kept when it is at least ``MIN_GAIN`` cheaper.
+Up to ``MAX_ROUNDS`` rounds, each trying at most ``MAX_TRIALS`` Funcs, largest first.
+Only Funcs ``choose_inlined`` could inline qualify (pure, not an output, no
+updates, not read at a data-dependent index or by an update), only those whose
+region is larger than the spec's cache for tiles (smaller ones stay in cache
+anyway), and only those that inlining would evaluate at most ``MAX_RECOMPUTE``
+times per point (``inline.recompute_factors``): a stencil inlined into a stencil
+multiplies its work by the footprint, which no saved memory traffic repays, and
+each trial costs a greedy grouping.
+"""
+from __future__ import annotations
+
+from ..model import expr as E
+from ..model.visit import walk
+from .inline import recompute_factors
+
+MIN_GAIN = 0.03
+MAX_ROUNDS = 3
+MAX_TRIALS = 6
+MAX_RECOMPUTE = 4.0
+
+
+def _read_at_data_dependent_index(problem, name: str) -> bool:
+    for c in problem.consumers.get(name, ()):
+        for d in problem.definitions[c]:
+            for e in (d.value,) + tuple(d.args):
+                for n in walk(e):
+                    if isinstance(n, E.Call) and n.target.name == name and any(
+                            isinstance(m, E.Call) for a in n.args for m in walk(a)):
+                        return True
+    return False
+
+
+def candidates(problem, result) -> list:
+    """Funcs at root in greedy's ``result`` that inlining might pay for, largest first."""
+    out = []
+    for cols in result.columns:
+        name = cols[0].output
+        if (problem.is_output(name) or problem.has_updates(name)
+                or name in problem.update_readers):
+            continue
+        size = problem.region_points(name) * problem.bytes_per_point(name)
+        if size <= problem.spec.tile_cache_bytes or _read_at_data_dependent_index(problem, name):
+            continue
+        out.append((size, name))
+    factors = recompute_factors(problem.pipeline, problem.regions, problem.inlined,
+                                [n for _, n in out])
+    return [n for _, n in sorted(out, reverse=True) if factors[n] <= MAX_RECOMPUTE]
+
+
+def refine_inlining(problem):
+    """(problem, greedy result) after the inlining trials above (the given problem and
+    its greedy grouping when no trial pays)."""
+    from .cost import CostModel
+    from .greedy import greedy_groups
+    from .problem import Problem
+    result = greedy_groups(CostModel(problem))
+    if problem.spec.is_gpu:
+        return problem, result
+    tried: set = set()
+    for _ in range(MAX_ROUNDS):
+        names = [n for n in candidates(problem, result) if n not in tried][:MAX_TRIALS]
+        best = None
+        for name in names:
+            tried.add(name)
+            trial = Problem(problem.pipeline, problem.spec, problem.estimates,
+                            params=problem.param_values, inlined=problem.inlined | {name})
+            r = greedy_groups(CostModel(trial))
+            if r.total < result.total * (1.0 - MIN_GAIN) and (best is None
+                                                             or r.total < best[1].total):
+                best = (trial, r)
+        if best is None:
+            break
+        problem, result = best
+    return problem, result
