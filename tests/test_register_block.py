@@ -29,13 +29,18 @@ def test_solver_blocks_the_reduction_and_it_matches_the_reference(app, func, spe
     s = ts.solve_schedule(pipe, spec, paper_est, method="ilp", time_limit=5)
     ds = _blocked_updates(s, func)
     methods = [d.method for d in ds]
-    assert methods[:3] == ["split", "split", "reorder"] and "unroll" in methods, str(s)
+    splits = 3 if app == "matmul" else 2       # matmul: x, y and the K-blocked RDom
+    assert methods[:splits + 1] == ["split"] * splits + ["reorder"] and "unroll" in methods, \
+        str(s)
     reorder = next(d for d in ds if d.method == "reorder")
     names = [v for _, v in reorder.args]
-    rvars = [n for n in names if n.startswith("r.")]
+    rvars = [n for n in names if n.startswith("r.") or n.startswith("r_x_k")]
     # the register block innermost, the RDom outside it, the blocks outside the RDom
+    # (matmul's K = 2048 is K-blocked: the panel loop r_x_ko outside every block loop)
     assert names[:2] == ["x_r", "y_r"] and names.index(rvars[0]) == 2
-    assert names.index("x_b") > names.index(rvars[-1])
+    inner = [n for n in rvars if not n.endswith("_ko")]
+    assert names.index("x_b") > names.index(inner[-1])
+    assert (names[-1] == "r_x_ko") == (app == "matmul")
     # nb vectors x by rows of accumulators fit the vector registers
     split_x = next(d for d in ds if d.method == "split" and d.args[0][1] == "x")
     split_y = next(d for d in ds if d.method == "split" and d.args[0][1] == "y")
@@ -78,3 +83,27 @@ def test_scans_and_unshared_reductions_are_not_blocked():
     box[x, y] += b[x + q.x, y]
     p = Problem(ts.Pipeline(box), load_spec("host"), {"box": [512, 512]})
     assert p.stage_info["box"][1][0].block is None
+
+
+def test_long_single_rvar_reductions_are_k_blocked():
+    from tilesolve.solver.register_block import K_BLOCK, K_BLOCK_MIN_STEPS, BlockInfo, k_block
+    one = BlockInfo("x", "y", 0, 1, (), ("r.x",), ())
+    two = BlockInfo("x", "y", 0, 1, (), ("r.x", "r.y"), ())
+    assert k_block(one, 2048) == K_BLOCK
+    assert k_block(one, K_BLOCK * K_BLOCK_MIN_STEPS - 1) == 0
+    assert k_block(two, 4096) == 0           # RVars of one RDom keep their nesting
+
+
+@pytest.mark.parametrize("k", [512, 700])
+def test_a_k_blocked_matmul_matches_numpy(k):
+    """K = 512 splits evenly into panels of 128; 700 leaves a partial last panel."""
+    mod = get_app("matmul")
+    sizes = [40, 24]
+    pipe, est = mod.build(sizes, k=k)
+    s = ts.solve_schedule(pipe, "host", {**est, "output": [2048, 2048], "A": [k, 2048],
+                                         "B": [2048, k]}, method="greedy")
+    assert "r_x_ko" in str(s)
+    inputs = mod.make_inputs(sizes, seed=1, k=k)
+    got = ts.compile(pipe, s).realize(sizes, **inputs)
+    want = np.asarray(inputs["A"], np.float64) @ np.asarray(inputs["B"], np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
