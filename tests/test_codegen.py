@@ -467,3 +467,27 @@ def test_upsampling_by_two_loads_densely(width):
     src = np.random.default_rng(width).random((3, width // 2 + 2), dtype=np.float32)
     want = ts.reference.realize(pipe, sizes, input=src)
     np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)
+
+
+@pytest.mark.parametrize("mode", ["default", "scalar"])
+def test_gathers_under_a_mask_read_the_active_lanes(mode, monkeypatch):
+    """A gather is one ``llvm.masked.gather`` (the target's gather instruction where LLVM
+    deems it fast); under a lane-varying condition its mask is the condition's, so the
+    other lanes take the else branch's value.  ``TILESOLVE_GATHER=scalar``: per-lane
+    loads, the same values."""
+    monkeypatch.setenv("TILESOLVE_GATHER", mode)
+    x = V("v.x")
+    k = E.Param(i32, "k")
+    body = L.For("v.x", C(0), C(16), "vectorized",
+                 L.IfThenElse(x < k, L.Store("out", x, ld("inp", ld("idx", x, i32))),
+                              L.Store("out", x, C(-1.0, f32))))
+    kern, _ = build([buf("inp"), buf("idx", i32), buf("out", out=True),
+                     L.Argument("k", "scalar", i32)], body)
+    assert ("llvm.masked.gather" in kern.jit.llvm_ir()) == (mode == "default")
+    a = np.arange(32, dtype=np.float32) * 3
+    idx = np.array([31 - 2 * i for i in range(16)], np.int32)
+    for kk in (0, 5, 16):
+        o = np.zeros(16, np.float32)
+        assert kern([a, idx, o], [kk]) == 0
+        want = np.where(np.arange(16) < kk, a[idx], -1.0).astype(np.float32)
+        np.testing.assert_array_equal(o, want)

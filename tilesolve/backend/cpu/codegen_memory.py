@@ -14,13 +14,14 @@ Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
 ramp, |stride| 2..4   (loads) one dense load spanning the lanes, then a shuffle
-anything else         a gather/scatter: per-lane scalar accesses, in lane order
+anything else         a gather (``llvm.masked.gather``: the target's gather
+                      instruction where LLVM deems it fast) or a scatter
+                      (per-lane scalar stores, in lane order)
 ====================  =======================================================
 
 Under a mask (inside an IfThenElse whose condition varies across lanes, see
 ``codegen.FnEmitter._masked_if``), dense accesses become ``llvm.masked.load/store``,
-gathers read the first active lane's address in inactive lanes, and scatters store only
-the active lanes.  Masked code runs only when at least one lane is active, so uniform
+gathers read only the active lanes, and scatters store only the active lanes.  Masked code runs only when at least one lane is active, so uniform
 loads are as safe there as in the serial program.
 
 Allocations: ``stack``/``shared``/``register`` with constant extents and at most
@@ -40,6 +41,8 @@ flat index (each active lane's) against the range its buffer owns: an argument's
 naming the Func and the coordinate.
 """
 from __future__ import annotations
+
+import os as _os
 
 import contextlib
 
@@ -226,15 +229,28 @@ class MemoryEmitter:
         return b.select(self.mask, idx, self.vec(pick))
 
     def _gather(self, buf: Buffer, idx: ir.Value, align: int):
-        b = self.b
-        idx = self._safe_indices(idx)
-        vt = ir.VectorType(buf.ptr.type.pointee, self.lanes)
-        out = ir.Constant(vt, ir.Undefined)
-        for k in range(self.lanes):
-            lane = ir.Constant(I32, k)
-            x = b.load(self._addr(buf, b.extract_element(idx, lane)), align=align)
-            out = b.insert_element(out, x, lane)
-        return out
+        """``llvm.masked.gather`` over the lanes' addresses (under a mask, inactive lanes
+        are not read).  LLVM lowers it to the target's gather instruction where that
+        is fast (AVX2, AVX-512), else to per-lane loads; the scalar form below is
+        ``TILESOLVE_GATHER=scalar`` (for comparison)."""
+        b, w = self.b, self.lanes
+        et = buf.ptr.type.pointee
+        vt = ir.VectorType(et, w)
+        if _os.environ.get("TILESOLVE_GATHER") == "scalar":
+            idx = self._safe_indices(idx)
+            out = ir.Constant(vt, ir.Undefined)
+            for k in range(w):
+                lane = ir.Constant(I32, k)
+                x = b.load(self._addr(buf, b.extract_element(idx, lane)), align=align)
+                out = b.insert_element(out, x, lane)
+            return out
+        ptrs = b.gep(buf.ptr, [b.sext(idx, ir.VectorType(ir.IntType(64), w))], inbounds=True,
+                     source_etype=et)
+        ptrs.type = ir.VectorType(ir.PointerType(), w)   # llvmlite types it as one pointer
+        mt = ir.VectorType(ir.IntType(1), w)
+        mask = self.mask if self.mask is not None else ir.Constant(mt, [1] * w)
+        fn = self.declare(f"llvm.masked.gather.{_mangle(vt)}.v{w}p0", vt, [ptrs.type, I32, mt, vt])
+        return b.call(fn, [ptrs, ir.Constant(I32, align), mask, ir.Constant(vt, ir.Undefined)])
 
     # -- stores ------------------------------------------------------------------------
     def emit_store(self, s):
