@@ -74,14 +74,20 @@ def _reads(problem, name, region, defs) -> tuple[dict, int]:
     return hit
 
 
-def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
-    f = problem.func(name)
+def _pure_scope(problem, name, region) -> dict:
+    """Params and input extents (as numeric pairs) and ``name``'s pure Vars over
+    ``region``: the scope its definitions are bounded in."""
     base = problem.__dict__.get("_fast_base")
     if base is None:
         base = {k: _pair(iv) for k, iv in problem.base_scope.items()}
         problem.__dict__["_fast_base"] = base
-    pure_scope = dict(base)
-    pure_scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
+    scope = dict(base)
+    scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(problem.func(name).pure.args, region)})
+    return scope
+
+
+def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
+    pure_scope = _pure_scope(problem, name, region)
     need: dict = {}
     upd_points = 0
     for k, d in enumerate(defs):
@@ -124,13 +130,7 @@ def _own_sites(problem, name, region) -> tuple | None:
     defs = problem.definitions[name]
     if len(defs) < 2:
         return None
-    f = problem.func(name)
-    base = problem.__dict__.get("_fast_base")
-    if base is None:
-        base = {k: _pair(iv) for k, iv in problem.base_scope.items()}
-        problem.__dict__["_fast_base"] = base
-    scope = dict(base)
-    scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(f.pure.args, region)})
+    scope = _pure_scope(problem, name, region)
     out = None
     for k, d in enumerate(defs[1:], start=1):
         sc = dict(scope)

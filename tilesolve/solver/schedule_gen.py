@@ -74,29 +74,40 @@ def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0)
             _try(h.parallel, pure[-1])
 
 
+def _tile_loops(h, names, tiled, sizes, innermost=()) -> tuple:
+    """Split the ``tiled`` dimensions of stage handle ``h`` by ``sizes``, order the loops
+    ``innermost`` (RDom loops), the inner tile loops, the untiled dimensions, then the
+    outer tile loops, fuse the outer ones into one loop (``tile`` when several) and run
+    it in parallel.  Returns (inner loop names, the parallel loop's name)."""
+    inner_names, outer_names = [], []
+    for i in tiled:
+        o, n_ = f"{names[i]}o", f"{names[i]}i"
+        h.split(names[i], o, n_, sizes[i])
+        inner_names.append(n_)
+        outer_names.append(o)
+    untiled = [names[i] for i in range(len(names)) if i not in tiled]
+    h.reorder(*(list(innermost) + inner_names + untiled + outer_names))
+    tile_var = outer_names[0]
+    if len(outer_names) > 1:
+        tile_var = "tile"
+        cur = outer_names[0]
+        for k, o in enumerate(outer_names[1:]):
+            fused = "tile" if k == len(outer_names) - 2 else f"{cur}_{o}"
+            h.fuse(cur, o, fused)
+            cur = fused
+    h.parallel(tile_var)
+    return inner_names, tile_var
+
+
 def _tile_update(problem, s, out, k, tiled, tiling, names, inner_x, inner_e) -> None:
     """Tile update ``k`` of the group output as its pure stage is tiled (same splits,
     the outer tile loops fused into one parallel loop named as the pure stage's), its
     RDom loops innermost, so that members read only by this update are computed per
     tile of it (``Problem.member_stage``)."""
     h = s[out].update(k - 1)
-    inner_names, outer_names = [], []
-    for i in tiled:
-        o, n_ = f"{names[i]}o", f"{names[i]}i"
-        h.split(names[i], o, n_, tiling.sizes[i])
-        inner_names.append(n_)
-        outer_names.append(o)
     d = problem.func(out).updates[k - 1]
     rvars = [rv.name for rv in d.rdom.rvars()] if d.rdom is not None else []
-    untiled = [names[i] for i in range(len(names)) if i not in tiled]
-    h.reorder(*(rvars + inner_names + untiled + outer_names))
-    if len(outer_names) > 1:
-        cur = outer_names[0]
-        for j, o in enumerate(outer_names[1:]):
-            fused = "tile" if j == len(outer_names) - 2 else f"{cur}_{o}"
-            h.fuse(cur, o, fused)
-            cur = fused
-    h.parallel("tile" if len(outer_names) > 1 else outer_names[0])
+    _tile_loops(h, names, tiled, tiling.sizes, rvars)
     _vectorize_inner(problem, h, out, inner_x, inner_e)
 
 
@@ -136,23 +147,7 @@ def _cpu_group(problem, s, group, tiling) -> None:
             _try(h.parallel, names[nontrivial[-1]])
         _schedule_updates(problem, s, out, True)
         return
-    inner_names, outer_names = [], []
-    for i in tiled:
-        o, n_ = f"{names[i]}o", f"{names[i]}i"
-        h.split(names[i], o, n_, tiling.sizes[i])
-        inner_names.append(n_)
-        outer_names.append(o)
-    untiled = [names[i] for i in range(len(names)) if i not in tiled]
-    h.reorder(*(inner_names + untiled + outer_names))
-    tile_var = outer_names[0]
-    if len(outer_names) > 1:
-        tile_var = "tile"
-        cur = outer_names[0]
-        for k, o in enumerate(outer_names[1:]):
-            fused = "tile" if k == len(outer_names) - 2 else f"{cur}_{o}"
-            h.fuse(cur, o, fused)
-            cur = fused
-    h.parallel(tile_var)
+    inner_names, tile_var = _tile_loops(h, names, tiled, tiling.sizes)
     inner_x = inner_names[0] if tiled[0] == 0 else names[0]
     inner_e = tiling.sizes[0] if tiled[0] == 0 else region[0][1] - region[0][0] + 1
     _vectorize_inner(problem, h, out, inner_x, inner_e)
