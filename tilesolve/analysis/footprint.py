@@ -352,16 +352,16 @@ class GroupFactsVec:
     input_points: dict       # outside name -> points read per tile (array of K)
 
 
+def _pure_scope_vec(problem, name, region) -> dict:
+    """``_pure_scope`` with ``name``'s pure Vars over a (2, dims, K) box of regions."""
+    return _pure_scope(problem, name, [(region[0][d], -region[1][d])
+                                       for d in range(len(problem.func(name).pure.args))])
+
+
 def _reads_vec(problem, name, region, k: int):
     from .vecbounds import calls_boxes_vec
     np = _np()
-    f = problem.func(name)
-    base = problem.__dict__.get("_fast_base")
-    if base is None:
-        base = {n: _pair(iv) for n, iv in problem.base_scope.items()}
-        problem.__dict__["_fast_base"] = base
-    pure = dict(base)
-    pure.update({v.name: (region[0][d], -region[1][d]) for d, v in enumerate(f.pure.args)})
+    pure = _pure_scope_vec(problem, name, region)
     need: dict = {}
     upd = 0.0
     for i, d in enumerate(problem.definitions[name]):
@@ -393,13 +393,7 @@ def _own_sites_vec(problem, name, region, k: int):
     from .vecbounds import calls_boxes_vec
     np = _np()
     defs = problem.definitions[name]
-    f = problem.func(name)
-    base = problem.__dict__.get("_fast_base")
-    if base is None:
-        base = {n: _pair(iv) for n, iv in problem.base_scope.items()}
-        problem.__dict__["_fast_base"] = base
-    pure = dict(base)
-    pure.update({v.name: (region[0][d], -region[1][d]) for d, v in enumerate(f.pure.args)})
+    pure = _pure_scope_vec(problem, name, region)
     out = None
     for i, d in enumerate(defs[1:], start=1):
         scope = dict(pure)
