@@ -43,11 +43,14 @@ GATHER_OPS = 8
 DATA_MOVEMENT_OPS = 16
 
 
+def data_dependent(call: E.Call) -> bool:
+    """Whether ``call`` reads at an index computed from another load (``lut[f(x)]``)."""
+    return any(isinstance(m, E.Call) for a in call.args for m in walk(a))
+
+
 def _gathers(e) -> int:
-    """Loads of ``e`` at a data-dependent index (``lut[f(x)]``): a gather each, in
-    vector code."""
-    return sum(1 for n in walk(e) if isinstance(n, E.Call)
-               and any(isinstance(m, E.Call) for a in n.args for m in walk(a)))
+    """Loads of ``e`` at a data-dependent index: a gather each, in vector code."""
+    return sum(1 for n in walk(e) if isinstance(n, E.Call) and data_dependent(n))
 
 
 def _variant_ops(e) -> int:
@@ -241,8 +244,7 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             ok = True
         elif any(not _injective(call.args) for _, _, call, _ in direct):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
-            data_dep = any(any(isinstance(n, E.Call) for a in call.args for n in walk(a))
-                           for _, _, call, _ in direct)
+            data_dep = any(data_dependent(call) for _, _, call, _ in direct)
             ok = not data_dep and ops <= TRIVIAL_OPS
         elif ops <= TRIVIAL_OPS:
             ok = True

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ..model import expr as E
 from ..model.visit import walk
-from .inline import recompute_factors
+from .inline import data_dependent, recompute_factors
 
 MIN_GAIN = 0.03
 MAX_ROUNDS = 3
@@ -38,8 +38,7 @@ def _read_at_data_dependent_index(problem, name: str) -> bool:
         for d in problem.definitions[c]:
             for e in (d.value,) + tuple(d.args):
                 for n in walk(e):
-                    if isinstance(n, E.Call) and n.target.name == name and any(
-                            isinstance(m, E.Call) for a in n.args for m in walk(a)):
+                    if isinstance(n, E.Call) and n.target.name == name and data_dependent(n):
                         return True
     return False
 

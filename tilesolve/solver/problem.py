@@ -253,10 +253,7 @@ class Problem:
         (``f(x, r) = f(x, r - 1) + ...``): the region it writes is the RDom's, whatever
         the tile, so computing it per tile repeats the whole scan."""
         f = self.func(name)
-        pure = [v.name for v in f.pure.args]
-        return any(len(u.args) != len(pure) or not all(
-            isinstance(a, E.Var) and a.name == v for a, v in zip(u.args, pure))
-            for u in f.updates)
+        return not all(_at_pure_vars(f, u) for u in f.updates)
 
     def member_stage(self, name: str, output: str) -> int:
         """The stage of ``output`` whose tile loop computes member ``name``: the tileable
@@ -273,14 +270,7 @@ class Problem:
         if self.spec.is_gpu:
             return None
         f = self.func(output)
-        if len(f.updates) != 1:
-            return None
-        args = f.updates[0].args
-        pure = f.pure.args
-        if len(args) != len(pure) or not all(isinstance(a, E.Var) and a.name == v.name
-                                             for a, v in zip(args, pure)):
-            return None
-        return 1
+        return 1 if len(f.updates) == 1 and _at_pure_vars(f, f.updates[0]) else None
 
     def output_stages(self, output: str) -> dict:
         """Func -> the stages of ``output`` that read it, directly or through other
@@ -347,6 +337,13 @@ class Problem:
 
     def has_updates(self, name: str) -> bool:
         return bool(self.func(name).updates)
+
+
+def _at_pure_vars(f: Func, u: Definition) -> bool:
+    """Whether update ``u`` of ``f`` writes at ``f``'s pure Vars, in order."""
+    pure = f.pure.args
+    return len(u.args) == len(pure) and all(
+        isinstance(a, E.Var) and a.name == v.name for a, v in zip(u.args, pure))
 
 
 @dataclass(frozen=True)
