@@ -155,6 +155,10 @@ class Interpreter(VectorMode):
             self.exec(s.body, env)
         elif isinstance(s, L.Barrier):
             pass
+        elif isinstance(s, L.Free):
+            # released: any later access faults, as a use after free would
+            self.bufs[s.name] = _Buf(s.name, np.zeros(0, dtype=self.bufs[s.name].data.dtype),
+                                     np.zeros(0, dtype=bool))
         else:
             raise LoweringError(f"the interpreter cannot run {type(s).__name__}")
 

@@ -129,6 +129,15 @@ class Barrier(Stmt):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class Free(Stmt):
+    """Release allocation ``name`` before its scope ends: nothing after this statement
+    in the enclosing Allocate's body touches it (placed by ``lower.free.free_early``).
+    The Allocate's own release at the end of its scope then does nothing."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Block(Stmt):
     stmts: tuple
 
@@ -348,6 +357,8 @@ def stmt_str(s: Stmt, indent: int = 0) -> str:
             stack.append((n.then_case, ind + 1))
         elif isinstance(n, Barrier):
             lines.append(f"{pad}barrier()")
+        elif isinstance(n, Free):
+            lines.append(f"{pad}free {n.name}")
         elif isinstance(n, Block):
             stack.extend((x, ind) for x in reversed(n.stmts))
         elif isinstance(n, ProducerConsumer):

@@ -10,6 +10,7 @@ subtrees as the same objects)::
     body     = flatten_storage(body, ...)            # 5: Calls/Provides -> Loads/Stores
     body     = simplify_stmt(body)                   # 6
     check_lanes(body)                                # 3: vector/unroll extents constant
+    body     = free_early(body)                      #    CPU: Free after each buffer's last use
     verify(lowered)                                  # 7
 
 Arguments of the result, in calling order: the inputs (sorted by name), the
@@ -22,6 +23,7 @@ from ..model import expr as E
 from ..model.pipeline import Pipeline
 from . import ir as L
 from .flatten import flatten_storage
+from .free import free_early
 from .inline import Inliner
 from .partition import partition_loops
 from .plan import make_plan
@@ -105,6 +107,8 @@ def _lower(pipeline, schedule, target, check):
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
     check_lanes(body)
+    if plan.target == "cpu":
+        body = free_early(body)
     lowered = L.LoweredPipeline(pipeline.outputs[0].name, args, body, plan.target,
                                 tuple(plan.notes), regions, out_reads)
     if check:

@@ -133,6 +133,9 @@ class _Verifier:
             work.append((s.body, bound, buffers, kinds))
         elif isinstance(s, L.Barrier):
             pass
+        elif isinstance(s, L.Free):
+            if s.name not in buffers or s.name in self.buffers:
+                self.fail(f"free {s.name}, which is not an enclosing allocation", s)
         elif isinstance(s, L.Provide):
             self.fail(f"Provide to {s.func} remains after lowering", s)
         else:

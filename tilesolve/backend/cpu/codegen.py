@@ -258,6 +258,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
                  in_parallel, fault=None, fault_names=None, prof=None):
         self.module, self.fn, self.b = module, fn, builder
         self.env, self.buffers = env, buffers
+        self.heap_slots = {}       # heap allocation -> the slot holding its pointer
         self.err_ptr, self.num_threads = err_ptr, num_threads
         self.notes, self.in_parallel = notes, in_parallel
         self.fault, self.fault_names = fault, fault_names   # checked builds (i64*, names)
@@ -309,6 +310,8 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             return self.emit_store(s)
         if isinstance(s, L.Barrier):
             return None
+        if isinstance(s, L.Free):
+            return self.free_early(s.name)
         if isinstance(s, L.Block):
             return self._block(s)
         if isinstance(s, L.For):

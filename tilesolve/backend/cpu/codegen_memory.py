@@ -465,11 +465,42 @@ class MemoryEmitter:
         b.position_at_end(ok_bb)
         ptr = b.bitcast(raw, elem.as_pointer(), name=s.name)
         buf = self.checked_buffer(s.name, Buffer(ptr, s.type), count)
-        with self._with_buffer(s.name, buf):
-            yield
-        b.call(free, [raw])
+        # the pointer to release lives in a slot: an early Free releases it and stores
+        # null there, so the release at the end of the scope does nothing on that path
+        slot = self._entry_slot(i8p, f"{s.name}.slot")
+        b.store(raw, slot)
+        outer = self.heap_slots.get(s.name)
+        self.heap_slots[s.name] = slot
+        try:
+            with self._with_buffer(s.name, buf):
+                yield
+        finally:
+            if outer is None:
+                self.heap_slots.pop(s.name, None)
+            else:
+                self.heap_slots[s.name] = outer
+        b.call(free, [b.load(slot)])
         b.branch(done_bb)
         b.position_at_end(done_bb)
+
+    def _entry_slot(self, ty, name: str) -> ir.Value:
+        b = self.b
+        here = b.block
+        b.position_at_start(self.fn.blocks[0])
+        slot = b.alloca(ty, name=name)
+        b.position_at_end(here)
+        return slot
+
+    def free_early(self, name: str) -> None:
+        """A ``Free``: release a heap allocation now (a stack one stays until the
+        function returns); either way later code may no longer name the buffer."""
+        slot = self.heap_slots.pop(name, None)
+        if slot is not None:
+            i8p = I8.as_pointer()
+            free = self.declare("free", ir.VoidType(), [i8p])
+            self.b.call(free, [self.b.load(slot)])
+            self.b.store(ir.Constant(i8p, None), slot)
+        self.buffers.pop(name, None)
 
     @contextlib.contextmanager
     def _with_buffer(self, name: str, buf: Buffer):
@@ -479,7 +510,7 @@ class MemoryEmitter:
             yield
         finally:
             if old is None:
-                del self.buffers[name]
+                self.buffers.pop(name, None)
             else:
                 self.buffers[name] = old
 
