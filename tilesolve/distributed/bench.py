@@ -59,10 +59,14 @@ def _chunks_for(shape, pixels: int):
 
 
 def _row_chunks(shape, bands: int):
-    """Row bands over the outermost numpy axis, whole along the others."""
-    rows = -(-shape[0] // bands)
-    return ((rows,) * (shape[0] // rows) + ((shape[0] % rows,) if shape[0] % rows else ()),) \
-        + tuple((s,) for s in shape[1:])
+    """Row bands over the axis ``to_dask``'s default chunks cut (the outermost numpy
+    axis with at least 8 rows per band: rows, not the channels of a planar image),
+    whole along the others."""
+    from .chunking import band_axis
+    k = band_axis(shape, bands)
+    rows = -(-shape[k] // bands)
+    cut = (rows,) * (shape[k] // rows) + ((shape[k] % rows,) if shape[k] % rows else ())
+    return tuple(cut if i == k else (s,) for i, s in enumerate(shape))
 
 
 def _scatter(client, da, arr, chunks, grouped: bool):

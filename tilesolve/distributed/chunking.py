@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["auto_chunks", "parallelism", "MIN_TASK_ELEMENTS", "MAX_TASK_BYTES",
+__all__ = ["auto_chunks", "band_axis", "parallelism", "MIN_TASK_ELEMENTS", "MAX_TASK_BYTES",
            "TASKS_PER_WORKER"]
 
 MIN_TASK_ELEMENTS = 4 * 2 ** 20      # ~4 M output elements: ~10 ms of a cheap stencil
@@ -55,7 +55,7 @@ def parallelism() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _axis(shape, tasks: int) -> int:
+def band_axis(shape, tasks: int) -> int:
     """The outermost numpy axis with at least 8 rows per band, else the longest."""
     for k, s in enumerate(shape):
         if s >= 8 * tasks:
@@ -88,7 +88,7 @@ def auto_chunks(shape, itemsize: int, *, workers: int | None = None, like=None) 
     workers = parallelism() if workers is None else max(1, int(workers))
     tasks = min(workers * TASKS_PER_WORKER, max(1, total // MIN_TASK_ELEMENTS))
     tasks = max(tasks, math.ceil(total * itemsize / MAX_TASK_BYTES), 1)
-    axis = _axis(shape, tasks)
+    axis = band_axis(shape, tasks)
     extent = shape[axis]
     tasks = min(tasks, extent)
     cuts = [round(extent * i / tasks) for i in range(1, tasks)]
