@@ -6,13 +6,11 @@ the tile; and the window is refused where it would be wrong (parallel loops,
 a region that does not move monotonically)."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 import tilesolve as ts
-from tilesolve.lower.interpret import run as interpret_run
+from lowering_checks import check_lowered
 from tilesolve.lower import ir as L
-from tilesolve.lower.lower import lower
 
 TAILS = ["guard_with_if", "shift_inward", "round_up"]
 
@@ -49,13 +47,7 @@ def _schedule(pipe, consumer_tail="auto", producer_tail=None, parallel=False, st
 
 
 def _check(pipe, s, w, h):
-    a = np.random.default_rng(w * 100 + h).random((h, w), dtype=np.float32)
-    ref = ts.reference.realize(pipe, [w, h], input=a)
-    low = lower(pipe, s)
-    np.testing.assert_allclose(interpret_run(low, [w, h], input=a), ref, rtol=1e-5)
-    out = ts.compile(pipe, s).realize([w, h], input=a)
-    np.testing.assert_allclose(out, ref, rtol=1e-5)
-    return low
+    return check_lowered(pipe, s, w, h, seed=w * 100 + h, rtol=1e-5)
 
 
 def _allocation(low, name):

@@ -9,10 +9,9 @@ import numpy as np
 import pytest
 
 import tilesolve as ts
+from lowering_checks import check_lowered
 from tilesolve.errors import ScheduleError
 from tilesolve.lower import ir as L
-from tilesolve.lower.interpret import run as interpret_run
-from tilesolve.lower.lower import lower
 from tilesolve.model.schedule_io import from_json
 
 
@@ -47,13 +46,7 @@ def _schedule(pipe, tail="auto", fuse=True):
 
 
 def _check(pipe, s, w, h):
-    a = np.random.default_rng(w * 31 + h).random((h, w), dtype=np.float32)
-    ref = ts.reference.realize(pipe, [w, h], input=a)
-    low = lower(pipe, s)
-    np.testing.assert_allclose(interpret_run(low, [w, h], input=a), ref, rtol=1e-6)
-    out = ts.compile(pipe, s).realize([w, h], input=a)
-    np.testing.assert_allclose(out, ref, rtol=1e-6)
-    return low
+    return check_lowered(pipe, s, w, h, seed=w * 31 + h, rtol=1e-6)
 
 
 @pytest.mark.parametrize("fuse", [True, False])

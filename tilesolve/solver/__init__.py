@@ -105,8 +105,7 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
     _check_arguments(pipeline, estimates, method, time_limit, seed, options)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
-    problem, res = refine_inlining(Problem(pipeline, spec, estimates))
-    model = CostModel(problem)
+    problem, model, res = refine_inlining(Problem(pipeline, spec, estimates))
     if method == "auto":
         columns, prov = _solve_auto(model, time_limit, seed, t0, **options)
     elif method == "greedy":

@@ -214,6 +214,7 @@ class CostModel:
         self._off_menu: dict = {}
         self._sweeps: dict = {}
         self.evaluations = 0        # columns costed
+        self.greedy = None          # greedy_groups' answer on this model (memoized)
 
     # -- the solvers' interface ------------------------------------------------------
     def menu(self, output: str) -> _Menu:

@@ -61,14 +61,16 @@ def candidates(problem, result) -> list:
 
 
 def refine_inlining(problem):
-    """(problem, greedy result) after the inlining trials above (the given problem and
-    its greedy grouping when no trial pays)."""
+    """(problem, its CostModel, greedy result) after the inlining trials above (the
+    given problem, its model and greedy grouping when no trial pays).  The model
+    keeps greedy's answer, so the solvers that start from it do not group again."""
     from .cost import CostModel
     from .greedy import greedy_groups
     from .problem import Problem
-    result = greedy_groups(CostModel(problem))
+    model = CostModel(problem)
+    result = greedy_groups(model)
     if problem.spec.is_gpu:
-        return problem, result
+        return problem, model, result
     tried: set = set()
     for _ in range(MAX_ROUNDS):
         names = [n for n in candidates(problem, result) if n not in tried][:MAX_TRIALS]
@@ -77,11 +79,12 @@ def refine_inlining(problem):
             tried.add(name)
             trial = Problem(problem.pipeline, problem.spec, problem.estimates,
                             params=problem.param_values, inlined=problem.inlined | {name})
-            r = greedy_groups(CostModel(trial))
+            m = CostModel(trial)
+            r = greedy_groups(m)
             if r.total < result.total * (1.0 - MIN_GAIN) and (best is None
-                                                             or r.total < best[1].total):
-                best = (trial, r)
+                                                             or r.total < best[2].total):
+                best = (trial, m, r)
         if best is None:
             break
-        problem, result = best
-    return problem, result
+        problem, model, result = best
+    return problem, model, result

@@ -425,13 +425,9 @@ class MemoryEmitter:
             yield
 
     def _entry_alloca(self, elem, count: int, name: str) -> ir.Value:
-        b = self.b
-        here = b.block
-        b.position_at_start(self.fn.blocks[0])
-        slot = b.alloca(ir.ArrayType(elem, count), name=name)
+        slot = self._entry_slot(ir.ArrayType(elem, count), name)
         slot.align = 64
-        b.position_at_end(here)
-        return b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)], inbounds=True)
+        return self.b.gep(slot, [ir.Constant(I32, 0), ir.Constant(I32, 0)], inbounds=True)
 
     @contextlib.contextmanager
     def _heap_allocation(self, s, elem, nbytes: int):
@@ -484,6 +480,7 @@ class MemoryEmitter:
         b.position_at_end(done_bb)
 
     def _entry_slot(self, ty, name: str) -> ir.Value:
+        """An alloca of ``ty`` in the function's entry block (allocated once a call)."""
         b = self.b
         here = b.block
         b.position_at_start(self.fn.blocks[0])

@@ -52,6 +52,14 @@ def _merge_candidates(problem, groups: dict):
 
 
 def greedy_groups(model) -> GreedyResult:
+    """Greedy's grouping on ``model``, computed once per model: the ILP's warm start,
+    beam's pinned start and ``inline_refine`` all ask for it."""
+    if model.greedy is None:
+        model.greedy = _greedy_groups(model)
+    return model.greedy
+
+
+def _greedy_groups(model) -> GreedyResult:
     problem = model.problem
     groups: dict = {}
     chosen: dict = {}
