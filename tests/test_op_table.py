@@ -58,6 +58,12 @@ def test_result_types_and_costs_come_from_the_table():
     from tilesolve.analysis.costs import node_cost
     assert node_cost(x / 4) == 1 and node_cost(x / 3) == 8 and node_cost(f / 3) == 4
     assert node_cost(ts.exp(f)) == ops.OPS["exp"].cost
+    # latencies (the cost model's accumulation chains): every op has one, >= 1 cycle
+    for o in ops.OPS.values():
+        for t in (ts.int32, ts.float32):
+            assert o.latency_of(t) >= 1, (o.name, t)
+    assert ops.OPS["add"].latency_of(ts.float32) == 4 and ops.OPS["add"].latency_of(ts.int32) == 1
+    assert ops.OPS["max"].latency_of(ts.float32) == 5       # max, then NaN compare and blend
 
 
 def _sample(t, draw):

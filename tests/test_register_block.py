@@ -107,3 +107,88 @@ def test_a_k_blocked_matmul_matches_numpy(k):
     got = ts.compile(pipe, s).realize(sizes, **inputs)
     want = np.asarray(inputs["A"], np.float64) @ np.asarray(inputs["B"], np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+# ---------------------------------------------------------------------------
+# Latency-bound accumulation chains (blocks with no shared load)
+# ---------------------------------------------------------------------------
+def _window(op, taps, name="win"):
+    x, y = ts.Var("x"), ts.Var("y")
+    b = ts.ImageParam(ts.float32, 2, "b")
+    q = ts.RDom((0, taps), name="q")
+    f = ts.Func(name)
+    f[x, y] = float("-inf") if op == "max" else 0.0
+    f[x, y] = ts.max(f[x, y], b[x + q.x, y]) if op == "max" else f[x, y] + b[x + q.x, y]
+    return ts.Pipeline(f), f
+
+
+def test_accumulation_chain_measures_latency_and_issue():
+    from tilesolve.solver.register_block import accumulation_chain
+    _, f = _window("max", 53)
+    assert accumulation_chain(f, f.updates[0]) == (5.0, 2.0)     # max keeping NaN: 5 cycles
+    _, f = _window("sum", 53)
+    assert accumulation_chain(f, f.updates[0]) == (4.0, 2.0)
+    x = ts.Var("x")
+    a = ts.ImageParam(ts.float32, 1, "a")
+    r = ts.RDom((0, 64))
+    g = ts.Func("g")
+    g[x] = 0.0
+    g[x] = g[x] * 0.5 + a[x + r.x]              # multiply then add on the chain
+    assert accumulation_chain(g, g.updates[0]) == (8.0, 3.0)
+    s = ts.Func("scan")
+    s[x] = a[x]
+    s[r.x] = s[r.x - 1] + a[r.x]                # reads another point: not in place
+    assert accumulation_chain(s, s.updates[0]) == (0.0, 0.0)
+
+
+def test_a_latency_bound_max_is_blocked_and_matches_the_reference():
+    """A 53-tap float max waits 5 cycles a step on its accumulator while issuing a load
+    and a max: the block interleaves independent accumulators (x only: no load is
+    shared); run at sizes the block does not divide, the tail is guarded."""
+    pipe, f = _window("max", 53)
+    p = Problem(pipe, load_spec("host"), {"win": [1024, 512]})
+    info = p.stage_info["win"][1][0]
+    assert info.block is not None
+    s = ts.solve_schedule(pipe, "host", {"win": [1024, 512]}, method="greedy")
+    ds = _blocked_updates(s, "win")
+    assert [d.method for d in ds][:2] == ["split", "reorder"] and "unroll" in str(s), str(s)
+    cp = ts.compile(pipe, s)
+    rng = np.random.default_rng(3)
+    for w, h in ((1, 1), (17, 3), (67, 5), (128, 2)):
+        b = rng.standard_normal((h, w + 52)).astype(np.float32)
+        got = cp.realize([w, h], b=b)
+        want = ts.reference.realize(pipe, [w, h], b=b)
+        np.testing.assert_array_equal(got, want)
+    # the sum (4 cycles against 2 issued plus its loop) is left in its default order
+    pipe, _ = _window("sum", 7)
+    assert Problem(pipe, load_spec("host"), {"win": [1024, 512]}).stage_info["win"][1][0].block \
+        is None
+
+
+def test_a_chain_only_block_must_divide_the_extent():
+    from tilesolve.solver.cost_terms import block_choice
+    pipe, _ = _window("max", 53)
+    spec = load_spec("host")
+    u = Problem(pipe, spec, {"win": [1024, 512]}).stage_info["win"][1][0]
+    lanes = spec.vector_lanes(4)
+    nb64 = block_choice(spec, u, lanes, 1.0, 64 * lanes, 1.0, 1.0)[1]
+    nb70 = block_choice(spec, u, lanes, 1.0, 4 * lanes + 6, 1.0, 1.0)[1]
+    assert int(nb64) > 1 and int(nb70) == 0
+
+
+def test_max_filter_blocks_its_tiled_output_update():
+    """max_filter's output update, tiled with its group (``vert`` per tile), keeps one
+    vector accumulator over 53 taps by default; the solver splits the tile's vector
+    loop into unrolled vectors outside the taps.  Run at the small size, equal to the
+    reference."""
+    mod = get_app("max_filter")
+    sizes = list(mod.SMALL_SIZE)
+    pipe, _ = mod.build(sizes, **mod.SMALL_BUILD)
+    _, paper_est = mod.build(None, **mod.SMALL_BUILD)
+    s = ts.solve_schedule(pipe, "host", paper_est, method="greedy")
+    text = str(s)
+    assert "split(xi, xi_b, xi_r" in text and "reorder(xi_r, dx.x, xi_b)" in text, text
+    inputs = mod.make_inputs(sizes, seed=0, **mod.SMALL_BUILD)
+    got = ts.compile(pipe, s).realize(sizes, **inputs)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    np.testing.assert_array_equal(got, want)

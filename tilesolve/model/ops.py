@@ -57,6 +57,23 @@ class Op:
             return self.pow2_cost
         return self.cost
 
+    def latency_of(self, operand: T.Type) -> int:
+        """Cycles from an operand to the result on the vector units (a dependent
+        chain, such as an accumulator updated at every step of a reduction, pays
+        this per step however many units are free).  Integer ops other than
+        multiplication take one cycle; float ``+ - *`` four; float ``min``/``max``
+        five (the compare and blend that keep numpy's NaN rule follow the min/max
+        instruction); everything else its cost."""
+        if operand.is_float():
+            return _FLOAT_LATENCY.get(self.name, max(self.cost_of(operand), 4))
+        if self.name == "mul":
+            return 3
+        return self.cost_of(operand) if self.kind == "math" or self.name in ("div", "mod") else 1
+
+
+_FLOAT_LATENCY = {"add": 4, "sub": 4, "mul": 4, "min": 5, "max": 5, "abs": 1,
+                  "floor": 8, "ceil": 8, "round": 8}
+
 
 # -- numpy semantics ------------------------------------------------------------------
 def _int_div(a, b, t):

@@ -35,10 +35,14 @@ vectorized, perfectly parallel code):
   that accumulates in place keeps the accumulator in a register across the
   RDom loops (loaded and stored once per traversal, ``ACC_OPS``); one that
   does not (a scan) loads it as one of its loads and stores it at every point
-  (``ACC_STORE_OPS``).  A register-blocked update (``register_block``, chosen
-  where cheaper) also shares its operand loads across the block and pays one
-  loop iteration per block and unrolled RDom step; its arithmetic (with
-  loads) and lanes reflect that.
+  (``ACC_STORE_OPS``).  An in-place update also waits on its accumulator:
+  where a step's latency (a float ``max`` or ``+``: 4-5 cycles) exceeds what
+  the step issues, the difference is charged (``register_block.chain_extra``).
+  A register-blocked update (``register_block``, chosen where cheaper) shares
+  its operand loads across the block, interleaves ``nb * by`` accumulator
+  chains and pays one loop iteration per block and unrolled RDom step; its
+  arithmetic (with loads) and lanes reflect that.  The group output's update
+  that is tiled with its group blocks its vector dimension only.
 
 The constants are first estimates in operations (cycles of one issue slot),
 to be fitted by measurement; each term is reported separately in ``Cost``.
@@ -50,7 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis.footprint import box_extents
-from .register_block import choose_block
+from .register_block import chain_extra, choose_block, x_only
 
 SPILL_OPS = 2.0          # a spill store and its reload
 L2_WORD_OPS = 1.0        # one 4-byte word brought back to L1 from L2
@@ -137,15 +141,18 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
                 if d is None:
                     return 1.0
                 return float(full[d][1] - full[d][0] + 1) if is_root else _ext(box, d)
-            per, loop = plain_update_point(u, cached_load_ops)
             util = 1.0 / L if u.vector_dim is None else lane_utilization(extent(u.vector_dim), L)
+            per, loop = plain_update_point(u, cached_load_ops, util)
             a = pts_u * per
             lane_u = a * (1.0 / util - 1.0)
             red_u = pts_u * loop
-            blk = u.block if (m != group.output or is_root) else None
+            blk = u.block
+            if blk is not None and not (m != group.output or is_root):
+                # the tiled update: ``schedule_gen._tile_update`` blocks x only
+                blk = x_only(blk) if blk.x_dim == 0 else None
             if blk is not None:
                 _, nb, by, b_arith, b_util, b_loop = block_choice(
-                    spec, u, L, util, extent(blk.x_dim), extent(blk.y_dim), cached_load_ops)
+                    spec, u, L, util, extent(blk.x_dim), extent(blk.y_dim), cached_load_ops, blk)
                 on = nb > 0
                 ba = pts_u * b_arith
                 a = np.where(on, ba, a)
@@ -166,28 +173,32 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
     return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work)
 
 
-def plain_update_point(u, cached_load_ops: float) -> tuple:
+def plain_update_point(u, cached_load_ops: float, util=1.0) -> tuple:
     """(arithmetic with loads, reduction overhead) per point of an update in
-    ``schedule_gen``'s default loop order (RDom loops innermost).  An update
-    that accumulates in place keeps its accumulator in a register across the
-    RDom loops: it is loaded and stored once per traversal (``ACC_OPS`` over
-    the RDom's points), not at every point; otherwise every point loads it
-    (one of its loads) and stores it (``ACC_STORE_OPS``)."""
+    ``schedule_gen``'s default loop order (RDom loops innermost; lane utilization
+    ``util``).  An update that accumulates in place keeps its accumulator in a
+    register across the RDom loops: it is loaded and stored once per traversal
+    (``ACC_OPS`` over the RDom's points), not at every point, and each RDom step
+    waits for the step before (``register_block.chain_extra``, one accumulator);
+    otherwise every point loads it (one of its loads) and stores it
+    (``ACC_STORE_OPS``)."""
     if not u.has_rdom:
         return u.ops + cached_load_ops * u.loads, ACC_STORE_OPS
     loop = LOOP_ITER_OPS + LOOP_SETUP_OPS / max(1, u.inner_extent)
     if u.in_place:
-        return (u.ops + cached_load_ops * (u.loads - u.self_loads),
-                loop + ACC_OPS / max(1, u.rdom_points))
+        loop = loop + ACC_OPS / max(1, u.rdom_points)
+        return u.ops + cached_load_ops * (u.loads - u.self_loads), loop + chain_extra(
+            u.chain, 1, loop, util)
     return u.ops + cached_load_ops * u.loads, loop + ACC_STORE_OPS
 
 
-def block_choice(spec, u, lanes: int, util, e_x, e_y, cached_load_ops: float):
-    """``register_block.choose_block`` for update ``u`` (with a BlockInfo) over
-    extents ``e_x`` x ``e_y``, against its unblocked cost per point (lane
-    utilization ``util``): (cost, nb, by, arith, util, loop) per tiling."""
-    per, loop = plain_update_point(u, cached_load_ops)
-    return choose_block(u, u.block, lanes, vector_registers(spec), e_x, e_y, cached_load_ops,
+def block_choice(spec, u, lanes: int, util, e_x, e_y, cached_load_ops: float, blk=None):
+    """``register_block.choose_block`` for update ``u`` (with a BlockInfo; ``blk``
+    when another block shape than ``u.block``) over extents ``e_x`` x ``e_y``,
+    against its unblocked cost per point (lane utilization ``util``):
+    (cost, nb, by, arith, util, loop) per tiling."""
+    per, loop = plain_update_point(u, cached_load_ops, util)
+    return choose_block(u, blk or u.block, lanes, vector_registers(spec), e_x, e_y, cached_load_ops,
                         LOOP_ITER_OPS, LOOP_SETUP_OPS + 0.0, per / util + loop,
                         ACC_OPS / max(1, u.rdom_points))
 

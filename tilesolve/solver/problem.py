@@ -156,7 +156,8 @@ class Problem:
         """Func -> (pure ``(ops, loads)``, [UpdateInfo per update definition]):
         what the cost model's lane, register and reduction terms need."""
         from ..analysis.footprint import rdom_scope
-        from .register_block import block_info
+        from .cost_terms import ACC_OPS, LOOP_ITER_OPS, LOOP_SETUP_OPS
+        from .register_block import accumulation_chain, block_info
         out = {}
         for n, defs in self.definitions.items():
             pure = [v.name for v in self.func(n).pure.args]
@@ -172,11 +173,14 @@ class Problem:
                 selfs = {id(c): c for e in (d.value,) + tuple(d.args) for c in walk(e)
                          if isinstance(c, E.Call) and c.target.name == n}
                 in_place = all(tuple(c.args) == tuple(d.args) for c in selfs.values())
+                chain = accumulation_chain(self.func(n), d)
+                n_inner = inner.hi - inner.lo + 1 if inner is not None else 1
+                loop_ops = LOOP_ITER_OPS + LOOP_SETUP_OPS / n_inner + ACC_OPS / rpts
                 ups.append(UpdateInfo(ops, loads, rpts, tuple(dims), dims[0] if dims else None,
                                       dims[-1] if len(dims) > 1 else None,
-                                      inner.hi - inner.lo + 1 if inner is not None else 1,
-                                      block_info(self.func(n), d, pure), len(selfs),
-                                      in_place, d.rdom is not None))
+                                      n_inner,
+                                      block_info(self.func(n), d, pure, chain, loop_ops),
+                                      len(selfs), in_place, d.rdom is not None, chain))
             out[n] = (self.point_costs[n][0], tuple(ups))
         return out
 
@@ -361,6 +365,7 @@ class UpdateInfo:
     self_loads: int = 0     # distinct reads of the Func itself (the accumulator)
     in_place: bool = False  # it reads itself only at the point it writes
     has_rdom: bool = False
+    chain: tuple = (0.0, 0.0)  # register_block.accumulation_chain: (latency, issue) a step
 
 
 def normalize_estimates(pipeline: Pipeline, estimates) -> dict:

@@ -30,6 +30,15 @@ a block gains nothing but unrolling).  The block
 vector registers) is chosen per tiling by the cost model, over the extents
 the update runs over: the whole region at root, the member's region per tile
 inside a group, so a tile that fits in registers blocks the whole tile.
+
+An update with no shared operand is still worth blocking when its
+accumulation is a *latency-bound chain*: in the default order each RDom step
+of one vector accumulator waits for the step before it (a float ``max`` or
+``+`` takes 4-5 cycles), while the step itself issues fewer operations than
+that.  ``nb * by`` independent accumulators interleave their chains, so a
+step costs ``latency / (nb * by)`` (``accumulation_chain`` measures both
+sides; ``cost_terms`` charges the difference).  Such a block is allowed only
+where the chain bounds the default order.
 """
 from __future__ import annotations
 
@@ -38,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model import expr as E
-from ..model.visit import walk
+from ..model import ops as OPS
+from ..model.visit import children, walk
 
 BLOCK_VECTORS = (1, 2, 4)
 BLOCK_ROWS = (1, 2, 4, 8)
@@ -48,6 +58,7 @@ RDOM_UNROLL = 4
 # 2048^2 matmul on the 2-core development machine (256: 1.2x slower, 512: 1.4x)
 K_BLOCK = 128
 K_BLOCK_MIN_STEPS = 4
+CHAIN_MARGIN = 1.25          # latency over issue a chain needs before blocking hides it
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,108 @@ class BlockInfo:
     load_classes: tuple      # per distinct non-self load: (depends on x, depends on y)
 
 
-def block_info(func, d, pure: list) -> BlockInfo | None:
-    """The BlockInfo of update ``d`` of ``func`` (inlined definitions), or None."""
+def _latency(n) -> int:
+    """Cycles from ``n``'s operands to its value (``ops.Op.latency_of``)."""
+    if isinstance(n, E.BinOp):
+        return OPS.OPS[n.op].latency_of(n.a.type)
+    if isinstance(n, E.Intrinsic):
+        op = OPS.OPS.get(n.name)
+        return op.latency_of(n.args[0].type) if op is not None and n.args else 4
+    if isinstance(n, E.Cast):
+        return 4 if n.type.is_float() != n.value.type.is_float() else 1
+    if isinstance(n, (E.Select, E.Not)):
+        return 1
+    return 0
+
+
+def accumulation_chain(func, d) -> tuple:
+    """(latency, issue) of one RDom step of update ``d`` of ``func`` in the default
+    order: ``latency``, the cycles along the longest path from the accumulator's
+    own read to the value written (the step after cannot start sooner); ``issue``,
+    the operations of one step on the value's path (operand loads and the ops that
+    combine them; index arithmetic is not counted: it is shared across the vector
+    lanes or hoisted).  (0, 0) for an update that is not an in-place reduction."""
+    if d.rdom is None:
+        return 0.0, 0.0
+    selfs = [c for c in walk(d.value) if isinstance(c, E.Call) and c.target.name == func.name]
+    if not selfs or any(tuple(c.args) != tuple(d.args) for c in selfs):
+        return 0.0, 0.0
+    # longest latency from a self read up to each node, children before parents
+    order, seen, stack = [], set(), [(d.value, False)]
+    while stack:
+        n, done = stack.pop()
+        if done:
+            order.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        if not (isinstance(n, E.Call) and n.target.name == func.name):
+            stack.extend((k, False) for k in children(n))
+    depth: dict = {}
+    for n in order:
+        if isinstance(n, E.Call) and n.target.name == func.name:
+            depth[id(n)] = 0
+            continue
+        below = [depth[id(k)] for k in children(n) if depth.get(id(k)) is not None]
+        depth[id(n)] = max(below) + _latency(n) if below else None
+    latency = depth.get(id(d.value)) or 0
+    issue, stack, seen = 0, [d.value], set()
+    while stack:                  # the value's path: Calls end it (their args index)
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, E.Call):
+            issue += 0 if n.target.name == func.name else 1
+            continue
+        if isinstance(n, (E.BinOp, E.Intrinsic, E.Cast, E.Select, E.Not)):
+            issue += 1
+        stack.extend(children(n))
+    return float(latency), float(issue)
+
+
+def chain_bound(chain: tuple, loop_ops: float) -> bool:
+    """Whether the default order of an update with ``accumulation_chain`` ``chain``
+    waits on its accumulator: a step's latency exceeds what the step issues (with
+    ``loop_ops``, the RDom loop's cost a step) by ``CHAIN_MARGIN``.  (A block that
+    only saves loop overhead is not worth its code: nl_means' patch sums, 4 cycles
+    against 3.9 issued, measured no faster blocked.)"""
+    latency, issue = chain
+    return latency > CHAIN_MARGIN * (issue + loop_ops)
+
+
+def chain_extra(chain: tuple, accumulators, issue_per_point, util):
+    """Cost per point of waiting on ``accumulators`` interleaved chains, beyond the
+    ``issue_per_point`` already charged (lane utilization ``util``): each step of
+    one vector accumulator takes ``latency`` cycles, so ``accumulators`` of them
+    take ``latency / accumulators`` cycles a step."""
+    latency, issue = chain
+    if latency <= 0:
+        return 0.0
+    return np.maximum(0.0, (latency / np.asarray(accumulators, dtype=float) - issue)
+                      / np.asarray(util, dtype=float) - issue_per_point)
+
+
+def shares_load(blk: BlockInfo) -> bool:
+    """Whether some operand load serves more than one point of a block."""
+    return any(not (dx and (dy or blk.y is None)) for dx, dy in blk.load_classes)
+
+
+def x_only(blk: BlockInfo, x: str | None = None) -> BlockInfo:
+    """``blk`` blocking only its vector dimension (``x``: the loop to split, when
+    the update's own Var was split already, as in a tiled update)."""
+    from dataclasses import replace
+    return replace(blk, x=x or blk.x, y=None, y_dim=None, others=(),
+                   load_classes=tuple((dx, True) for dx, _ in blk.load_classes))
+
+
+def block_info(func, d, pure: list, chain: tuple = (0.0, 0.0),
+               loop_ops: float = 1.0) -> BlockInfo | None:
+    """The BlockInfo of update ``d`` of ``func`` (inlined definitions), or None;
+    ``chain`` is its ``accumulation_chain``, ``loop_ops`` its RDom loop's cost a
+    step in the default order."""
     if d.rdom is None or not d.args:
         return None
     if not all(isinstance(a, E.Var) and a.name in pure for a in d.args):
@@ -82,18 +193,18 @@ def block_info(func, d, pure: list) -> BlockInfo | None:
         used = {v.name for a in n.args for v in walk(a) if isinstance(v, (E.Var, E.RVar))}
         classes.append((names[0] in used, len(names) > 1 and names[1] in used))
     y = names[1] if len(names) > 1 else None
-    if not any(not (dx and (dy or y is None)) for dx, dy in classes):
-        return None              # no operand is shared across a block: nothing to gain
-    return BlockInfo(names[0], names[1] if len(names) > 1 else None, pure.index(names[0]),
-                     pure.index(names[1]) if len(names) > 1 else None, tuple(names[2:]),
+    info = BlockInfo(names[0], y, pure.index(names[0]),
+                     pure.index(y) if y is not None else None, tuple(names[2:]),
                      tuple(rv.name for rv in d.rdom.rvars()), tuple(classes))
+    if not shares_load(info) and not chain_bound(chain, loop_ops):
+        return None              # no operand is shared across a block, no chain to hide
+    return info
 
 
 def _operand_calls(e) -> list:
     """Distinct Calls whose values are operands of ``e`` (not those only used to
     compute another call's index: a lookup that addresses a load is not a
     value a block can share)."""
-    from ..model.visit import children
     out, seen, stack = [], set(), [e]
     while stack:
         n = stack.pop()
@@ -147,19 +258,28 @@ def choose_block(u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y,
                  cached_load_ops: float, loop_iter_ops: float, loop_setup_ops: float,
                  plain_cost, acc_ops: float = 0.0):
     """Per tiling: (best cost per point, nb, by, arith, util, loop), with nb = 0
-    where no block is cheaper than ``plain_cost`` (per point, unblocked)."""
+    where no block is cheaper than ``plain_cost`` (per point, unblocked).  The
+    loop term includes the wait on the block's ``nb * by`` accumulation chains
+    (``chain_extra`` of ``u.chain``)."""
     k = np.broadcast(np.asarray(e_x), np.asarray(e_y), np.asarray(plain_cost)).shape
     best = np.broadcast_to(np.asarray(plain_cost, dtype=float), k).copy()
     nb_o, by_o = np.zeros(k, dtype=int), np.zeros(k, dtype=int)
     ar_o, ut_o, lp_o = np.zeros(k), np.ones(k), np.zeros(k)
+    shares = shares_load(blk)
     for nb, by in candidates(registers):
-        if blk.y is None and by > 1:
-            continue
+        if (blk.y is None or not shares) and by > 1:
+            continue            # rows without a shared load: only more chains, as nb gives
         ey = e_y if blk.y is not None else 1.0
         arith, util, loop = blocked_point_cost(u, blk, nb, by, lanes, e_x, ey, cached_load_ops,
                                                loop_iter_ops, loop_setup_ops, acc_ops)
+        loop = loop + chain_extra(u.chain, nb * by, loop, util)
         cost = arith / util + loop
         fits = (np.asarray(e_x, dtype=float) >= nb * lanes) & (np.asarray(ey, dtype=float) >= by)
+        if not shares:
+            # a block kept for its chains only: a partial last block runs masked and
+            # costs more than the chains save (measured: nl_means' 70-wide rows in
+            # blocks of 32 ran 2.8x slower), so the block must divide the extent
+            fits = fits & (np.mod(np.asarray(e_x, dtype=float), nb * lanes) == 0)
         better = fits & (cost < best - 1e-12)
         best = np.where(better, cost, best)
         nb_o, by_o = np.where(better, nb, nb_o), np.where(better, by, by_o)
@@ -177,11 +297,13 @@ def emit(handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int
     steps = [(handle.split, (blk.x, xb, xr, nb * lanes))]
     order = [xr]
     outer = [xb]
-    if blk.y is not None:
+    if blk.y is not None and by > 1:
         yb, yr = f"{blk.y}_b", f"{blk.y}_r"
         steps.append((handle.split, (blk.y, yb, yr, by)))
         order.append(yr)
         outer.append(yb)
+    elif blk.y is not None:
+        outer.append(blk.y)          # a block of one row: y stays whole, outside
     kb = k_block(blk, inner_extent)
     r = blk.rvars[0]
     if kb:

@@ -108,20 +108,27 @@ def _tile_update(problem, s, out, k, tiled, tiling, names, inner_x, inner_e) -> 
     d = problem.func(out).updates[k - 1]
     rvars = [rv.name for rv in d.rdom.rvars()] if d.rdom is not None else []
     _tile_loops(h, names, tiled, tiling.sizes, rvars)
+    info = problem.stage_info[out][1][k - 1]
+    if info.block is not None and info.block.x_dim == 0:
+        from .register_block import x_only
+        blk = x_only(info.block, inner_x)
+        if _block_update(problem, s, out, k - 1, info, False, [inner_e], blk):
+            return
     _vectorize_inner(problem, h, out, inner_x, inner_e)
 
 
-def _block_update(problem, s, name, i, info, root, extents) -> bool:
-    """Register-block update ``i`` as the cost model would; False if it would not."""
+def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
+    """Register-block update ``i`` as the cost model would (``blk``: the block's
+    shape when not ``info.block``'s); False if it would not."""
     from .cost import CACHED_LOAD_OPS
     from .cost_terms import block_choice, lane_utilization
     from .register_block import emit
     lanes = _lanes(problem, name)
-    blk = info.block
+    blk = blk or info.block
     util = float(lane_utilization(extents[info.vector_dim], lanes))
     e_y = extents[blk.y_dim] if blk.y_dim is not None else 1
     _, nb, by, *_ = block_choice(problem.spec, info, lanes, util, extents[blk.x_dim], e_y,
-                                 CACHED_LOAD_OPS)
+                                 CACHED_LOAD_OPS, blk)
     nb, by = int(nb), int(by)
     if nb <= 0:
         return False
