@@ -5,6 +5,7 @@ footprint multiplier, vector lanes, parallel waves, L1 pressure of fused
 chains, reduction loops)."""
 import dataclasses
 
+import numpy as np
 import pytest
 
 import tilesolve as ts
@@ -139,6 +140,35 @@ def test_parallel_term_is_the_last_wave():
     p = Problem(ts.Pipeline(f), load_spec(XEON), {"f": [100000]}, inline=False)
     c = CostModel(p).cost(Group.singleton("f"), Tiling((None,)))
     assert c.parallel == pytest.approx(_compute(c) * 11)
+
+
+def test_a_root_update_over_few_channels_is_cut_into_more_tasks():
+    """An update running at root in parallel over 3 channels leaves one of 2 cores
+    idle a third of the time; its vector dimension is cut into chunks fused with
+    the channels (6 tasks), the model prices the 6, and the result is unchanged."""
+    from tilesolve.solver.cost_terms import root_update_chunks
+    assert root_update_chunks(1536, 3, 16, 2) == 2
+    assert root_update_chunks(1536, 4, 16, 2) == 1          # 4 tasks fill 2 cores
+    assert root_update_chunks(16, 3, 16, 2) == 1            # one vector: nothing to cut
+    assert root_update_chunks(1536, 3, 16, 12) == 4          # 12 tasks on 12 workers
+    x, y, c = ts.Var("x"), ts.Var("y"), ts.Var("c")
+    inp = ts.ImageParam(ts.float32, 3, "input")
+    r = ts.RDom((1, inp.height() - 1), name="r")
+    f = ts.Func("colsum")
+    f[x, y, c] = inp[x, y, c]
+    f[x, r.x, c] = f[x, r.x - 1, c] * 0.5 + inp[x, r.x, c]      # a scan down the columns
+    pipe = ts.Pipeline(f)
+    est = {"colsum": [1536, 512, 3], "input": [1536, 512, 3]}
+    spec = dataclasses.replace(load_spec("host"), cores=2, threads=2)
+    s = ts.solve_schedule(pipe, spec, est, method="greedy")
+    text = str(s)
+    assert "s[colsum].update(0).split(x, x_o, x_i, 768).reorder(x_o, c).fuse(x_o, c, x_c)" \
+        ".parallel(x_c)" in text, text
+    rng = np.random.default_rng(5)
+    for size in ([37, 5, 3], [1, 1, 1], [200, 9, 2]):
+        a = rng.standard_normal(size[::-1]).astype(np.float32)
+        got = ts.compile(pipe, s).realize(size, input=a)
+        np.testing.assert_allclose(got, ts.reference.realize(pipe, size, input=a), rtol=1e-6)
 
 
 def test_l1_term_prices_fused_buffers_beyond_l1():

@@ -69,9 +69,36 @@ def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0)
             continue
         h = s[name].update(i)
         idx = [v.name for v in f.pure.args].index(pure[0])
+        if root and len(pure) > 1 and _parallel_root_update(problem, s, name, i, pure, extents):
+            continue
         _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
         if root and len(pure) > 1:
             _try(h.parallel, pure[-1])
+
+
+def _parallel_root_update(problem, s, name, i, pure, extents) -> bool:
+    """A root update whose last pure dimension has too few points to fill the cores
+    evenly (``cost_terms.root_update_chunks``): its vector dimension is cut into that
+    many chunks, fused with the last dimension into one parallel loop.  False (nothing
+    done) when no chunking helps or a directive is refused."""
+    from .cost_terms import root_update_chunks, workers
+    names = [v.name for v in problem.func(name).pure.args]
+    ex, el = extents[names.index(pure[0])], extents[names.index(pure[-1])]
+    lanes = _lanes(problem, name)
+    k = root_update_chunks(ex, int(el), lanes, workers(problem.spec))
+    if k <= 1:
+        return False
+    chunk = -(-int(-(-ex // lanes)) // k) * lanes
+    xo, xi, fused = f"{pure[0]}_o", f"{pure[0]}_i", f"{pure[0]}_{pure[-1]}"
+
+    def apply(h):
+        return (_try(h.split, pure[0], xo, xi, chunk)
+                and _try(h.reorder, *pure[1:-1], xo, pure[-1])
+                and _try(h.fuse, xo, pure[-1], fused) and _try(h.parallel, fused)
+                and (lanes < 2 or _try(h.vectorize, xi, lanes)))
+    if not apply(s.copy()[name].update(i)):
+        return False
+    return apply(s[name].update(i))
 
 
 def _tile_loops(h, names, tiled, sizes, innermost=()) -> tuple:
