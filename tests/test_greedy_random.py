@@ -3,7 +3,9 @@
 A pipeline is drawn as a *recipe* (plain data) and built from it, so the same
 recipe can be built twice.  Recipes are 2-d chains of 1-5 stages over one
 input behind a boundary condition: pointwise, stencils of 2-9 taps within 5x5, 2x
-downsampling, 2x upsampling and an inline ``ts.sum`` reduction, computed in
+downsampling, 2x upsampling, an inline ``ts.sum`` reduction and a window (an
+in-place max, min or sum over 8-60 taps: the solver may block it for its
+accumulation chain), computed in
 float32, uint8 (wrapping) or int32 from a float32, uint8 or int32 input.
 
 * ``solve_schedule(pipe, "host", estimates, method="greedy")`` returns a
@@ -14,7 +16,8 @@ float32, uint8 (wrapping) or int32 from a float32, uint8 or int32 input.
   provenance's timing fields removed, and the printed code);
 * ``method="ilp"`` (2 s limit) on a few recipes: legal and correct too.
 
-Estimates are the sizes realized, or 4 or 16 times larger: at the realized
+Estimates are the sizes realized, or 4 or 16 times larger, sometimes rounded up
+to a multiple of 64 (as image sizes often are, so that blocks divide them): at the realized
 size the solver's tiles then cover the output several times over, or a few
 times with partial tiles at the edges (fused tile loops, producers per tile).  Compiling costs about a
 second an example, so the compiling tests run a fraction of the profile's
@@ -32,7 +35,7 @@ import tilesolve as ts
 from tilesolve.model import types as T
 
 TYPES = {"float32": T.float32, "uint8": T.uint8, "int32": T.int32}
-KINDS = ("pointwise", "stencil", "down", "up", "reduce")
+KINDS = ("pointwise", "stencil", "down", "up", "reduce", "window")
 _FEW = max(4, settings().max_examples // 6)
 _FEWER = max(2, settings().max_examples // 12)
 
@@ -55,13 +58,17 @@ def recipes(draw):
             st_["n"] = draw(st.integers(2, 4))
         elif kind == "pointwise":
             st_["other"] = draw(st.integers(0, len(stages)))
+        elif kind == "window":      # an in-place update over a long RDom (a chain)
+            st_["n"] = draw(st.integers(8, 60))
+            st_["op"] = draw(st.sampled_from(["max", "min", "add"]))
         stages.append(st_)
     return {"input": draw(st.sampled_from(sorted(TYPES))),
             "boundary": draw(st.sampled_from(["repeat_edge", "constant_exterior"])),
             "stages": stages,
             "sizes": [draw(st.integers(9, 70)), draw(st.integers(9, 50))],
             "input_sizes": [draw(st.integers(4, 80)), draw(st.integers(4, 60))],
-            "estimate_scale": draw(st.sampled_from([1, 1, 4, 16]))}
+            "estimate_scale": draw(st.sampled_from([1, 1, 4, 16])),
+            "estimate_round": draw(st.sampled_from([1, 64]))}
 
 
 def build(recipe):
@@ -85,14 +92,20 @@ def build(recipe):
             f[x, y] = ts.cast(t, p[2 * x + s["phase"], 2 * y])
         elif s["kind"] == "up":
             f[x, y] = ts.cast(t, p[x / 2, y / 2]) + ts.cast(t, p[(x + 1) / 2, y / 2])
+        elif s["kind"] == "window":
+            r = ts.RDom((0, s["n"]), name=f"r{i}")
+            f[x, y] = ts.cast(t, p[x, y])
+            v = ts.cast(t, p[x + r.x, y])
+            f[x, y] = (f[x, y] + v if s["op"] == "add" else
+                       getattr(ts, s["op"])(f[x, y], v))
         else:
             r = ts.RDom((s["lo"], s["n"]), name=f"r{i}")
             f[x, y] = ts.sum(ts.cast(t, p[x + r.x, y + r.x]), name=f"sum{i}")
         values.append(f)
     pipe = ts.Pipeline(values[-1])
-    k = recipe.get("estimate_scale", 1)
-    return pipe, {values[-1].name: [v * k for v in recipe["sizes"]],
-                  "input": [v * k for v in recipe["input_sizes"]]}
+    k, q = recipe.get("estimate_scale", 1), recipe.get("estimate_round", 1)
+    return pipe, {values[-1].name: [-(-v * k // q) * q for v in recipe["sizes"]],
+                  "input": [-(-v * k // q) * q for v in recipe["input_sizes"]]}
 
 
 def inputs_for(recipe, seed=0):
