@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 import tilesolve as ts
-from tilesolve.apps import blur
+from tilesolve.apps import blur, get_app
 from tilesolve.errors import SolverError, TilesolveError
+from tilesolve.solver.problem import Problem
+from tilesolve.specs import load_spec
 from tilesolve.tune import db as tdb
 from tilesolve.tune import measure as tmeasure
 from tilesolve.tune.autotune import db_samples, spearman
+from tilesolve.tune.candidates import Gatherer
 
 SIZES = [64, 48]
 
@@ -60,7 +63,7 @@ def test_candidates_are_distinct_and_come_from_every_generator(tuned):
     sources = {s for r in res.records for s in r.sources}
     assert {"greedy", "beam", "ilp"} <= sources
     unmodelled = [r for r in res.records if r.predicted_cost is None]
-    assert all(r.source.startswith(("serial(", "vec2x(")) for r in unmodelled)
+    assert all(r.source.startswith(("serial(", "vec2x(", "reblock(")) for r in unmodelled)
     assert all(r.predicted_cost > 0 for r in res.records if r.predicted_cost is not None)
 
 
@@ -85,6 +88,31 @@ def test_neighbours_and_variants_of_a_solver_answer():
     assert serial.predicted_cost is None
     assert "parallel" not in str(serial.schedule) and "parallel" in str(base.schedule)
     assert "vectorize(xi, 32)" in str(g.by_source("vec2x(greedy)").schedule)
+
+
+def test_reblock_variants_of_a_convolution_compile_and_match_the_reference():
+    """conv_layer's register-blocked update, re-blocked as one vector by 8, 12 or 16 points
+    of another pure dimension (the output channels: what measured fastest on the
+    development machine); each variant is legal, and at the small size (where every
+    dimension's extent the blocks need is present) equals the reference."""
+    mod = get_app("conv_layer")
+    sizes = list(mod.SMALL_SIZE)
+    pipe, _ = mod.build(sizes, **mod.SMALL_BUILD)
+    _, est = mod.build(None, **mod.SMALL_BUILD)
+    g = Gatherer(Problem(pipe, load_spec("host"), est))
+    base = g.greedy()
+    g.variants(base)
+    made = {c.source: c for c in g.candidates() if c.source.startswith("reblock(")}
+    assert {"reblock(greedy: conv zx8)", "reblock(greedy: conv zx16)",
+            "reblock(greedy: conv yx8)"} <= set(made), sorted(made)
+    assert not any(" nx" in k for k in made)     # n has 4 points: no block of 8 rows
+    text = str(made["reblock(greedy: conv zx16)"].schedule)
+    assert "split(z, z_b, z_r, 16)" in text and "reorder(x_r, z_r, r.x, r.y, r.z" in text, text
+    inputs = mod.make_inputs(sizes, seed=2, **mod.SMALL_BUILD)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    for label in ("reblock(greedy: conv zx12)", "reblock(greedy: conv yx8)"):
+        got = ts.compile(pipe, made[label].schedule).realize(sizes, **inputs)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=label)
 
 
 def test_spearman_of_the_result_is_over_its_successful_modelled_records(tuned):
