@@ -51,7 +51,9 @@ from ..model import ops as OPS
 from ..model.visit import children, walk
 
 BLOCK_VECTORS = (1, 2, 4)
-BLOCK_ROWS = (1, 2, 4, 8)
+# 6 rows: 4 vectors x 6 rows (24 accumulators of 32 AVX-512 registers) ran matmul 2048^2
+# in 0.83x the time of 4 x 4, in one process on the development machine
+BLOCK_ROWS = (1, 2, 4, 6, 8)
 RESERVED_REGISTERS = 2       # operands loaded per step
 RDOM_UNROLL = 4
 # K-blocking of long reductions (``k_block``): 128 steps measured fastest for the
