@@ -168,7 +168,7 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
             lane_u = a * (1.0 / util - 1.0)
             red_u = pts_u * loop
             blk = u.block
-            if blk is not None and not (m != group.output or is_root):
+            if blk is not None and m == group.output and not is_root:
                 # the tiled update: ``schedule_gen._tile_update`` blocks x only
                 blk = x_only(blk) if blk.x_dim == 0 else None
             if blk is not None:
@@ -196,6 +196,14 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
     return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work)
 
 
+def rdom_loop_ops(inner_extent: int, rdom_points: int) -> float:
+    """Per point, the RDom loop of an in-place update in the default order: an
+    iteration, the innermost loop's setup over its extent, and the accumulator's
+    load and store over the whole traversal."""
+    return (LOOP_ITER_OPS + LOOP_SETUP_OPS / max(1, inner_extent)
+            + ACC_OPS / max(1, rdom_points))
+
+
 def plain_update_point(u, cached_load_ops: float, util=1.0) -> tuple:
     """(arithmetic with loads, reduction overhead) per point of an update in
     ``schedule_gen``'s default loop order (RDom loops innermost; lane utilization
@@ -207,11 +215,11 @@ def plain_update_point(u, cached_load_ops: float, util=1.0) -> tuple:
     (``ACC_STORE_OPS``)."""
     if not u.has_rdom:
         return u.ops + cached_load_ops * u.loads, ACC_STORE_OPS
-    loop = LOOP_ITER_OPS + LOOP_SETUP_OPS / max(1, u.inner_extent)
     if u.in_place:
-        loop = loop + ACC_OPS / max(1, u.rdom_points)
+        loop = rdom_loop_ops(u.inner_extent, u.rdom_points)
         return u.ops + cached_load_ops * (u.loads - u.self_loads), loop + chain_extra(
             u.chain, 1, loop, util)
+    loop = LOOP_ITER_OPS + LOOP_SETUP_OPS / max(1, u.inner_extent)
     return u.ops + cached_load_ops * u.loads, loop + ACC_STORE_OPS
 
 

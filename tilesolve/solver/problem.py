@@ -156,7 +156,7 @@ class Problem:
         """Func -> (pure ``(ops, loads)``, [UpdateInfo per update definition]):
         what the cost model's lane, register and reduction terms need."""
         from ..analysis.footprint import rdom_scope
-        from .cost_terms import ACC_OPS, LOOP_ITER_OPS, LOOP_SETUP_OPS
+        from .cost_terms import rdom_loop_ops
         from .register_block import accumulation_chain, block_info
         out = {}
         for n, defs in self.definitions.items():
@@ -175,7 +175,7 @@ class Problem:
                 in_place = all(tuple(c.args) == tuple(d.args) for c in selfs.values())
                 chain = accumulation_chain(self.func(n), d)
                 n_inner = inner.hi - inner.lo + 1 if inner is not None else 1
-                loop_ops = LOOP_ITER_OPS + LOOP_SETUP_OPS / n_inner + ACC_OPS / rpts
+                loop_ops = rdom_loop_ops(n_inner, rpts)
                 ups.append(UpdateInfo(ops, loads, rpts, tuple(dims), dims[0] if dims else None,
                                       dims[-1] if len(dims) > 1 else None,
                                       n_inner,

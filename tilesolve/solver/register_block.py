@@ -52,7 +52,8 @@ from ..model.visit import children, walk
 
 BLOCK_VECTORS = (1, 2, 4)
 # 6 rows: 4 vectors x 6 rows (24 accumulators of 32 AVX-512 registers) ran matmul 2048^2
-# in 0.83x the time of 4 x 4, in one process on the development machine
+# in 0.83x the time of 4 x 4 on the development machine (greedy 294.6 -> 243.6 ms between
+# benchmarks/results/paper_all_vs_halide_2026-11-24d.json and ...e.json)
 BLOCK_ROWS = (1, 2, 4, 6, 8)
 RESERVED_REGISTERS = 2       # operands loaded per step
 RDOM_UNROLL = 4

@@ -23,6 +23,8 @@ pure dimension an update reads across) are skipped, never forced.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.schedule import Schedule
@@ -88,7 +90,7 @@ def _parallel_root_update(problem, s, name, i, pure, extents) -> bool:
     k = root_update_chunks(ex, int(el), lanes, workers(problem.spec))
     if k <= 1:
         return False
-    chunk = -(-int(-(-ex // lanes)) // k) * lanes
+    chunk = math.ceil(math.ceil(ex / lanes) / k) * lanes
     xo, xi, fused = f"{pure[0]}_o", f"{pure[0]}_i", f"{pure[0]}_{pure[-1]}"
 
     def apply(h):

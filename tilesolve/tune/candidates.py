@@ -16,9 +16,10 @@ on one ``Problem`` (the preprocessing every solver shares):
 * variants the model does not describe (``predicted_cost`` None): every loop
   serial (small images on few cores), vectors twice as wide (``serial(...)``,
   ``vec2x(...)``), and other register blocks of each blocked update: one vector
-  by 8, 12 or 16 points of another pure dimension (``reblock(...)``; conv_layer's
-  update blocked over 12-16 output channels measured 0.78-0.80x the time of the
-  model's 2-vector x 8-row block, which the model ranks below it).
+  by 8, 12 or 16 points of another pure dimension (``reblock(...)``: conv_layer's
+  update blocked over 16 output channels, which the model ranks below its own
+  2-vector x 8-row block, ran 0.83x greedy's time in ``tilesolve bench --apps
+  conv_layer --methods greedy,autotune``, see benchmarks/results).
 
 Every candidate's predicted cost is the sum of its columns' costs in the full
 model (the same unit for all, so ranks compare).  Candidates are deduplicated by
@@ -226,11 +227,13 @@ class Gatherer:
                 for word, change in (("serial", serial), ("vec2x", wider))]
         for func, stage in _blocked_stages(base.schedule):
             blk = self.problem.stage_info[func][1][stage - 1].block
+            if blk is None:
+                continue
             args = [a.name for a in self.problem.func(func).updates[stage - 1].args]
             region = self.problem.regions[func]
             pure = [v.name for v in self.problem.func(func).pure.args]
             for row in args:
-                if blk is None or row == blk.x or row not in pure:
+                if row == blk.x or row not in pure:
                     continue
                 lo, hi = region[pure.index(row)]
                 for rows in (r for r in REBLOCK_ROWS if r <= hi - lo + 1):
@@ -269,10 +272,7 @@ def _reblocked(problem, schedule, func, stage, row, rows):
     outside those in argument order); None when not legal or not applicable."""
     from ..model.schedule import Schedule
     from ..model.schedule_io import replay
-    info = problem.stage_info[func][1][stage - 1]
-    blk = info.block
-    if blk is None:
-        return None
+    blk = problem.stage_info[func][1][stage - 1].block
     upd = problem.func(func).updates[stage - 1]
     pure = [a.name for a in upd.args]
     lanes = problem.spec.vector_lanes(problem.bytes_per_point(func))
