@@ -17,7 +17,7 @@ da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 import tilesolve.distributed as tsd  # noqa: E402
 from tilesolve.distributed import worker as W  # noqa: E402
-from tilesolve.distributed.api import _prepare  # noqa: E402
+from tilesolve.distributed.api import _find_shipped, _prepare  # noqa: E402
 from tilesolve.distributed.chunking import auto_chunks  # noqa: E402
 from tilesolve.distributed.graph import InGraphArray  # noqa: E402
 # the module's LocalCluster fixture, the comparison and the blur, shared with test_distributed
@@ -27,11 +27,14 @@ from test_distributed import _blur3, _same, client  # noqa: E402,F401
 def _checked(job):
     """Compile the job's chunk pipelines as checked builds in this process (the memo
     run_box uses), so that any read outside a task's arrays fails the task."""
-    added = []
+    added, shipped = [], {}
     for v in job.layer.values():
-        if isinstance(v, W.ShippedPipeline) and v.key not in W._COMPILED:
-            W._COMPILED[v.key] = v.build(checked=True)
-            added.append(v.key)
+        _find_shipped(v, shipped)
+    assert shipped, "no task carries a pipeline"
+    for key, v in shipped.items():
+        if key not in W._COMPILED:
+            W._COMPILED[key] = v.build(checked=True)
+            added.append(key)
     return added
 
 

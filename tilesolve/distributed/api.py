@@ -177,18 +177,31 @@ def warm_up(client, *arrays) -> dict:
     """Compile, on every worker of ``client``, each pipeline the graphs of ``arrays``
     (from :func:`to_dask`) will run, so that timings and memory measured afterwards
     exclude compilation.  Returns worker address -> the pipelines it holds."""
-    from .worker import ShippedPipeline, process_stats
-    shipped = {}
+    from .worker import process_stats
+    shipped: dict = {}
     for arr in arrays:
         for v in dict(arr.__dask_graph__()).values():
-            if isinstance(v, ShippedPipeline):
-                shipped[v.key] = v
-            elif type(v).__name__ == "DataNode" and isinstance(getattr(v, "value", None),
-                                                               ShippedPipeline):
-                shipped[v.value.key] = v.value
+            _find_shipped(v, shipped)
     for s in shipped.values():
         client.run(_compile_only, s)
     return {w: st["pipelines"] for w, st in client.run(process_stats).items()}
+
+
+def _find_shipped(node, found: dict, depth: int = 0) -> None:
+    """Add every ShippedPipeline inside one graph value (a task tuple, or Dask's Task
+    and DataNode objects: each task carries its pipeline as an argument) to ``found``."""
+    from .worker import ShippedPipeline
+    if isinstance(node, ShippedPipeline):
+        found[node.key] = node
+    elif depth < 3:
+        if isinstance(node, (tuple, list)):
+            kids = node
+        else:
+            kids = list(getattr(node, "args", ()) or ())
+            if type(node).__name__ == "DataNode":
+                kids.append(getattr(node, "value", None))
+        for k in kids:
+            _find_shipped(k, found, depth + 1)
 
 
 def _compile_only(shipped) -> str:
@@ -302,6 +315,7 @@ class _Job:
         name = f"tilesolve-partial-{red.func}-{self.token}"
         keys = [g.add_box((name, i), origin, size, tile_params(plan, t, i == 0))
                 for i, t in enumerate(red.tiles)]
+        g.finish()
         self.layer.update(g.layer)
         self.read.update(g.read)
         level = 0
@@ -337,6 +351,7 @@ class _Job:
         for idx, origin_np, shape_np in block_boxes(self.chunks):
             origin, csz = list(reversed(origin_np)), list(reversed(shape_np))
             g.add_box((base,) + idx, {n: origin for n in names}, {n: csz for n in names})
+        g.finish()
         self.layer.update(g.layer)
         self.read.update(g.read)
         self.split.update(g.split)

@@ -112,12 +112,13 @@ class BoxGraph:
         self.token = token
         self.bands = bands
         self.layer: dict = {}
-        self.spec_key = f"tilesolve-spec-{plan.shipped.key}"
-        self.layer[self.spec_key] = plan.shipped
         for s in self.sources.values():
             if isinstance(s, InGraphArray):
                 self.layer[s.name] = s.array
         self._slices: dict = {}
+        self._halo_of: dict = {}      # chunk key -> halo slices cut from it
+        self._reads_chunks: dict = {}  # task key -> whole chunks it depends on
+        self._uses: dict = {}         # task key -> all its dependencies
         self.read: dict = {}          # task key -> {input: region}, for tests and reports
         self.split: dict = {}         # task key -> [(row lo, row hi, view?)] when banded
 
@@ -131,7 +132,21 @@ class BoxGraph:
             hit = (f"tilesolve-halo-{self.token}", len(self._slices))
             self.layer[hit] = (operator.getitem, key, tuple(slice(a, b) for a, b in local))
             self._slices[memo] = hit
+            self._halo_of.setdefault(key, []).append(hit)
         return hit
+
+    def finish(self) -> None:
+        """Make every task that reads a chunk also wait for the halo slices cut from that
+        chunk for other tasks.  The slices then run before it on the worker holding the
+        chunk (where Dask places both), instead of queueing behind that worker's own long
+        task while the task that needs the halo, on another worker, idles: the two
+        boxes would run one after the other.  ``run_box`` ignores these extra
+        arguments."""
+        for key, deps in self._reads_chunks.items():
+            extra = [h for c in deps for h in self._halo_of.get(c, ())
+                     if h not in self._uses.get(key, ())]
+            if extra:
+                self.layer[key] = self.layer[key] + tuple(extra)
 
     def _regions(self, origin, sizes, extra):
         regions = self.plan.regions(origin, sizes, self.params, self.extents, extra)
@@ -266,8 +281,11 @@ class BoxGraph:
             scalars = self.plan.scalars(o, reg, self.params, self.extents, extra)
             bands.append((a, b, tuple(first[:-1]) + (b - a,), scalars,
                           self._inputs(reg, keys, held)))
-        self.layer[key] = (run_box, self.spec_key, (tuple(reversed(first)), tuple(bands))) + \
+        self.layer[key] = (run_box, self.plan.shipped, (tuple(reversed(first)), tuple(bands))) + \
             tuple(keys)
+        self._uses[key] = set(keys)
+        self._reads_chunks[key] = {k for k in keys if isinstance(k, tuple) and
+                                   any(k[0] == s.name for s in self.sources.values())}
         self.read[key] = regions
         if len(cut) > 1:
             self.split[key] = [(a, b, v) for a, b, _, v in cut]
