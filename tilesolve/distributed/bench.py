@@ -272,7 +272,7 @@ def main_dask(args, out=None, err=None) -> int:
     quiet = getattr(args, "quiet", False)
     records = []
     for layout in LAYOUTS:
-        records += run_dask_bench(args.dask, args.apps, repeat=min(args.repeat, 3),
+        records += run_dask_bench(args.dask, args.apps, repeat=args.repeat,
                                   seed=args.seed, layout=layout,
                                   log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
     out.write(format_records(records))
