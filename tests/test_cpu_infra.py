@@ -345,3 +345,23 @@ def test_disk_cache_across_processes(tmp_path):
 def test_serial_fallback_runtime():
     res = _child(None, serial=True)
     assert res["runtime"] == "serial" and res["ok"] and res["tids"] == [0]
+
+
+def test_unroll_threshold_is_part_of_the_key_and_keeps_results(monkeypatch, tmp_path):
+    """``jit.UNROLL_THRESHOLD``: None leaves the key (and LLVM's options) as they were; a
+    number changes the key, and code built under it computes the same."""
+    import tilesolve as ts
+    from tilesolve.apps import blur
+    from tilesolve.backend.cpu import jit
+    text, tgt = "define void @f() {\n  ret void\n}\n", host_target()
+    plain = DiskCache.key(text, tgt)
+    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", 60)
+    assert DiskCache.key(text, tgt) != plain
+    monkeypatch.setenv("TILESOLVE_CACHE_DIR", str(tmp_path))
+    pipe, est = blur.build([70, 37])
+    s = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    inputs = blur.make_inputs([70, 37], seed=2)
+    got = ts.compile(pipe, s).realize([70, 37], **inputs)
+    np.testing.assert_allclose(got, blur.numpy_reference(inputs, [70, 37]), rtol=1e-6)
+    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", None)
+    assert DiskCache.key(text, tgt) == plain

@@ -76,6 +76,30 @@ def _ir_text(module: IRInput) -> str:
     return module if isinstance(module, str) else str(module)
 
 
+UNROLL_THRESHOLD: int | None = None
+"""LLVM's loop-unroll size threshold; None leaves LLVM's own (300 at O3) and LLVM's
+options untouched (llvmlite's LLVM is shared with anything else in the process, numba
+included).  A number is set with ``llvm.set_option`` before each optimization and
+becomes part of the compile cache key (``benchmarks/unroll_threshold.py`` varies it).
+A lower threshold keeps LLVM from fully unrolling 16-trip loops of vectors: that made
+blur's hand schedule on one thread 1.6x faster, but over the solvers' schedules of all
+15 apps it changed nothing on average (geomean 1.000 at 100, 0.89-1.07 per schedule):
+see docs/architecture.md, "Loop unrolling"."""
+
+_UNROLL_SET: list = [None]
+
+
+def _apply_unroll_threshold(value: int | None) -> None:
+    """Set LLVM's (process-wide) unroll threshold when asked to; hold LLVM_LOCK.  Back
+    to None after a number: LLVM's O3 value, 300."""
+    if value is None and _UNROLL_SET[0] is None:
+        return
+    value = 300 if value is None else int(value)
+    if _UNROLL_SET[0] != value:
+        llvm.set_option("tilesolve", f"-unroll-threshold={value}")
+        _UNROLL_SET[0] = value
+
+
 def optimize(module: IRInput, target: Target | None = None) -> llvm.ModuleRef:
     """Parse ``module`` (IR text or an ``llvmlite.ir.Module``), verify it, run O3 on it.
 
@@ -88,6 +112,7 @@ def optimize(module: IRInput, target: Target | None = None) -> llvm.ModuleRef:
         mod.triple = target.info.triple
         mod.data_layout = target.info.data_layout
         mod.verify()
+        _apply_unroll_threshold(UNROLL_THRESHOLD)
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
@@ -125,7 +150,8 @@ class DiskCache:
         h = hashlib.sha256()
         parts = (f"tilesolve-cpu/{CACHE_FORMAT}", llvmlite.__version__,
                  ".".join(map(str, llvm.llvm_version_info)), *target.info.cache_fields(),
-                 f"O{target.opt_level}", *extra)
+                 f"O{target.opt_level}", *extra,
+                 *(() if UNROLL_THRESHOLD is None else (f"unroll{UNROLL_THRESHOLD}",)))
         for part in parts:
             h.update(part.encode())
             h.update(b"\0")
