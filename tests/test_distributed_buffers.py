@@ -5,6 +5,7 @@
   is never overwritten (checked through the graph too, results against the reference).
 * A task that reads a chunk waits for the halo slices cut from that chunk for other
   tasks (the slices run first on the worker holding the chunk).
+* A plan's region answers are memoized, and a caller's changes to one do not leak.
 """
 from __future__ import annotations
 
@@ -104,3 +105,18 @@ def test_tasks_reading_a_chunk_wait_for_the_halos_cut_from_it():
         assert readers and all(hkey in tasks[k][3:] for k in readers), (hkey, chunk)
     got = da.compute(job.arrays[0], scheduler="sync")[0]
     _same(got, ts.reference.realize(pipe, [40, 64], input=a))
+
+
+def test_plan_regions_are_memoized_and_answers_stay_independent():
+    from tilesolve.distributed.api import chunk_plan
+    pipe = _blur3(ts.float32)
+    c = ts.compile(pipe)
+    plan = chunk_plan(c)
+    out = plan.output_names[0]
+    args = ({out: [0, 8]}, {out: [37, 13]}, {}, {"input": [37, 40]})
+    first = plan.regions(*args)
+    first["input"] = "changed by the caller"
+    again = plan.regions(*args)
+    assert again["input"] == [(0, 36), (7, 21)] and len(plan._memo) == 1
+    other = plan.regions({out: [0, 20]}, {out: [37, 20]}, {}, {"input": [37, 40]})
+    assert other["input"] == [(0, 36), (19, 39)] and len(plan._memo) == 2

@@ -8,6 +8,7 @@ exact input region of every output box from bounds inference.
 from __future__ import annotations
 
 import math
+import threading
 
 from ..analysis.intervals import required_regions
 from ..errors import ChunkingError, ScheduleError
@@ -16,7 +17,9 @@ from ..model.schedule_io import replay
 from .shift import rewrite
 from .worker import ShippedPipeline
 
-__all__ = ["ChunkPlan", "transfer_schedule"]
+__all__ = ["ChunkPlan", "transfer_schedule", "REGION_MEMO"]
+
+REGION_MEMO = 4096     # region answers a plan keeps (each a few hundred bytes)
 
 
 def transfer_schedule(schedule, pipeline):
@@ -75,6 +78,8 @@ class ChunkPlan:
                       slice_clamps=True).pipeline        # what the workers compile
         self.schedule, self.skipped = transfer_schedule(schedule, run)
         self.shipped = ShippedPipeline(run, self.schedule, num_threads)
+        self._memo: dict = {}
+        self._memo_lock = threading.Lock()
 
     @property
     def output_names(self):
@@ -102,7 +107,33 @@ class ChunkPlan:
         """Input name -> [(lo, hi)] per dimension (innermost first): the region that
         bounds inference says the box (output ``origin`` and ``sizes`` by name) reads,
         in the coordinates of the whole input, clipped to it; None where it reads nothing.
-        Raises ChunkingError when the box would touch an output outside itself."""
+        Raises ChunkingError when the box would touch an output outside itself.
+
+        Answers are memoized (a bounded table per plan, keyed by every argument): a graph
+        asks for the regions of each band of each box, and building the graph again for
+        the same sizes and chunks (the next image of a series) asks the same questions."""
+        key = tuple(tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v)
+                          for k, v in sorted(d.items()))
+                    for d in (origin, sizes, params, extents, extra or {}))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._regions(origin, sizes, params, extents, extra)
+            with self._memo_lock:
+                while len(self._memo) >= REGION_MEMO:
+                    del self._memo[next(iter(self._memo))]
+                self._memo[key] = hit
+        if isinstance(hit, ChunkingError):
+            raise ChunkingError(str(hit))
+        return dict(hit)
+
+    def _regions(self, origin, sizes, params, extents, extra):
+        """:meth:`regions` without the memo; a ChunkingError is returned, not raised."""
+        try:
+            return self._compute_regions(origin, sizes, params, extents, extra)
+        except ChunkingError as e:
+            return e
+
+    def _compute_regions(self, origin, sizes, params, extents, extra):
         scal = self.scalars(origin, {}, params, extents, extra)
         boxes = required_regions(self.pipeline, dict(sizes), params=scal)
         for n, s in sizes.items():
