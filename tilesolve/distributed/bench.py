@@ -251,7 +251,7 @@ def format_records(records) -> str:
             f"{TASKS} tiles of {r['chunks'][0][0] if r['layout'] == 'tiles' else '...'}; "
             "seconds: to_dask + compute, each chunk stored into a sink that drops it, best "
             "run (the breakdown is that run's); realize: the whole image in memory with as "
-            "many threads as workers; graph: to_dask on the client; in tasks: inputs made ready (views, copies) + realize(), "
+            "many threads as workers; graph: to_dask on the client (its region answers are memoized per plan: runs after the first reuse them); in tasks: inputs made ready (views, copies) + realize(), "
             "summed over the workers; rest: seconds - graph - in tasks / workers (scheduling, "
             "transfers, stores); copy MB: input bytes copied by the tasks per run; CPU s: "
             "CPU seconds of the workers and of this process per run (CPU ovh: against "
