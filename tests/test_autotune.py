@@ -63,7 +63,8 @@ def test_candidates_are_distinct_and_come_from_every_generator(tuned):
     sources = {s for r in res.records for s in r.sources}
     assert {"greedy", "beam", "ilp"} <= sources
     unmodelled = [r for r in res.records if r.predicted_cost is None]
-    assert all(r.source.startswith(("serial(", "vec2x(", "reblock(")) for r in unmodelled)
+    assert all(r.source.startswith(("serial(", "vec2x(", "reblock(", "unroll100("))
+               for r in unmodelled)
     assert all(r.predicted_cost > 0 for r in res.records if r.predicted_cost is not None)
 
 
@@ -88,6 +89,11 @@ def test_neighbours_and_variants_of_a_solver_answer():
     assert serial.predicted_cost is None
     assert "parallel" not in str(serial.schedule) and "parallel" in str(base.schedule)
     assert "vectorize(xi, 32)" in str(g.by_source("vec2x(greedy)").schedule)
+    unrolled = g.by_source("unroll100(greedy)")       # the same loops, LLVM told otherwise
+    assert unrolled.schedule.codegen == {"unroll_threshold": 100} and not base.schedule.codegen
+    assert unrolled.schedule.func_schedules() == base.schedule.func_schedules()
+    assert unrolled.hash != base.hash
+    assert "s.set_codegen(unroll_threshold=100)" in str(unrolled.schedule)
 
 
 def test_reblock_variants_of_a_convolution_compile_and_match_the_reference():

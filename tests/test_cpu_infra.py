@@ -347,21 +347,23 @@ def test_serial_fallback_runtime():
     assert res["runtime"] == "serial" and res["ok"] and res["tids"] == [0]
 
 
-def test_unroll_threshold_is_part_of_the_key_and_keeps_results(monkeypatch, tmp_path):
-    """``jit.UNROLL_THRESHOLD``: None leaves the key (and LLVM's options) as they were; a
-    number changes the key, and code built under it computes the same."""
+def test_a_schedules_unroll_threshold_keys_the_build_and_keeps_results(tmp_path):
+    """``Schedule.set_codegen(unroll_threshold=...)``: another cache key (the IR is the
+    same), the same results; ``jit.UNROLL_THRESHOLD`` is the default for schedules
+    without one, and None leaves LLVM's own."""
     import tilesolve as ts
     from tilesolve.apps import blur
     from tilesolve.backend.cpu import jit
-    text, tgt = "define void @f() {\n  ret void\n}\n", host_target()
-    plain = DiskCache.key(text, tgt)
-    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", 60)
-    assert DiskCache.key(text, tgt) != plain
-    monkeypatch.setenv("TILESOLVE_CACHE_DIR", str(tmp_path))
     pipe, est = blur.build([70, 37])
     s = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    s60 = s.copy().set_codegen(unroll_threshold=60)
     inputs = blur.make_inputs([70, 37], seed=2)
-    got = ts.compile(pipe, s).realize([70, 37], **inputs)
-    np.testing.assert_allclose(got, blur.numpy_reference(inputs, [70, 37]), rtol=1e-6)
-    monkeypatch.setattr(jit, "UNROLL_THRESHOLD", None)
-    assert DiskCache.key(text, tgt) == plain
+    want = blur.numpy_reference(inputs, [70, 37])
+    plain = ts.compile(pipe, s, cache_dir=str(tmp_path))
+    low = ts.compile(pipe, s60, cache_dir=str(tmp_path))
+    assert plain._kernel.jit.unroll is None and low._kernel.jit.unroll == 60
+    assert plain.generated.ir_text == low.generated.ir_text
+    assert plain._kernel.jit.key != low._kernel.jit.key
+    for c in (plain, low):
+        np.testing.assert_allclose(c.realize([70, 37], **inputs), want, rtol=1e-6)
+    assert jit.unroll_threshold(None) is jit.UNROLL_THRESHOLD and jit.unroll_threshold(80) == 80

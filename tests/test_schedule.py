@@ -739,3 +739,32 @@ def test_gpu_blocks_inside_a_consumers_threads_are_refused_naming_the_func():
     with pytest.raises(ts.ScheduleError, match=r"Func acc is computed inside a gpu_thread loop "
                                                r".* its gpu_block loop acc\.s1\.x\.xb"):
         lower(pipe, s)
+
+
+def test_codegen_options_validate_print_copy_and_round_trip():
+    from tilesolve.model.schedule import Schedule
+    x, y = ts.Var("x"), ts.Var("y")
+    f = ts.Func("f")
+    f[x, y] = x + y
+    pipe = ts.Pipeline(f)
+    s = Schedule(pipe)
+    s[f].vectorize(x, 8)
+    for bad in (0, 10001, 2.5, True, "100"):
+        with pytest.raises(ScheduleError, match="unroll_threshold"):
+            s.set_codegen(unroll_threshold=bad)
+    assert s.set_codegen(unroll_threshold=120) is s
+    assert "s.set_codegen(unroll_threshold=120)" in str(s)
+    c = s.copy()
+    assert c == s and c.codegen == {"unroll_threshold": 120}
+    c.set_codegen(unroll_threshold=None)
+    assert c.codegen == {} and c != s and "set_codegen" not in str(c)
+    back = Schedule.from_json(s.to_json(), pipe)
+    assert back == s
+    assert "codegen" not in c.to_json()
+    doc = json.loads(s.to_json())
+    doc["codegen"] = {"inline_limit": 3}
+    with pytest.raises(ScheduleError, match="'codegen' names 'inline_limit'"):
+        Schedule.from_json(json.dumps(doc), pipe)
+    doc["codegen"] = {"unroll_threshold": -4}
+    with pytest.raises(ScheduleError, match="field 'codegen'.*unroll_threshold"):
+        Schedule.from_json(json.dumps(doc), pipe)

@@ -144,7 +144,8 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
     tgt = host_target()
     generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked),
                          profile=bool(profile))
-    kernel = NativeKernel(generated, tgt, cache)
+    unroll = None if schedule is None else schedule.codegen.get("unroll_threshold")
+    kernel = NativeKernel(generated, tgt, cache, unroll=unroll)
     seconds = time.perf_counter() - t0
     return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)
 

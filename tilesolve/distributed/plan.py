@@ -33,6 +33,7 @@ def transfer_schedule(schedule, pipeline):
         return None, []
     s = Schedule(pipeline, schedule.target)
     s.provenance = dict(schedule.provenance)
+    s.codegen = dict(schedule.codegen)
     skipped = []
     for d in schedule.directives:
         if d.func not in pipeline.funcs or (d.method == "bound" and pipeline.is_output(d.func)):

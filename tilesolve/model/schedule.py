@@ -57,6 +57,9 @@ class Schedule:
     ``"cuda"``.  ``provenance``: a free-form JSON-able dict filled by the
     solvers (method, predicted_cost, solve_time, fallback, status, objective,
     best_bound, gap, columns, groups...).  ``directives``: the recorded calls.
+    ``codegen``: options for the code generator that are not loop structure, set with
+    :meth:`set_codegen` (today ``unroll_threshold``: LLVM's loop-unroll threshold for
+    this pipeline's CPU code; absent: LLVM's own).
     """
 
     def __init__(self, pipeline: Pipeline, target: str = "cpu"):
@@ -67,6 +70,7 @@ class Schedule:
         self.pipeline = pipeline
         self.target = target
         self.provenance: dict = {}
+        self.codegen: dict = {}
         self._defaults: dict[str, FuncSchedule] = {
             n: default_func_schedule(f, pipeline.is_output(n)) for n, f in pipeline.funcs.items()}
         self._funcs: dict[str, FuncSchedule] = dict(self._defaults)
@@ -130,6 +134,20 @@ class Schedule:
         name = getattr(name, "name", name)
         return self.func_schedule(name) == self._defaults[name]
 
+    def set_codegen(self, *, unroll_threshold: int | None = None) -> "Schedule":
+        """Code-generation options of this schedule (CPU): ``unroll_threshold``, LLVM's
+        loop-unroll size threshold (1 to 10000; None: LLVM's own, 300).  The autotuner
+        tries other values; ``str(schedule)`` prints them."""
+        if unroll_threshold is None:
+            self.codegen.pop("unroll_threshold", None)
+            return self
+        if isinstance(unroll_threshold, bool) or not isinstance(unroll_threshold, int) \
+                or not 1 <= unroll_threshold <= 10000:
+            raise ScheduleError(f"set_codegen: unroll_threshold must be an int in [1, 10000] "
+                                f"or None, got {unroll_threshold!r}")
+        self.codegen["unroll_threshold"] = unroll_threshold
+        return self
+
     def validate(self) -> "Schedule":
         """Whole-schedule checks (lowering calls this): inlined Funcs carry no
         loop schedule, and every use of a Func computed at a loop is inside it."""
@@ -144,6 +162,7 @@ class Schedule:
         new._funcs = dict(self._funcs)
         new._explicit_store = dict(self._explicit_store)
         new._log = list(self._log)
+        new.codegen = dict(self.codegen)
         return new
 
     def __eq__(self, other) -> bool:
@@ -151,7 +170,7 @@ class Schedule:
             return NotImplemented
         return (self.pipeline is other.pipeline and self.target == other.target
                 and self._log == other._log and self._funcs == other._funcs
-                and self.provenance == other.provenance)
+                and self.provenance == other.provenance and self.codegen == other.codegen)
 
     __hash__ = None  # mutable builder
 

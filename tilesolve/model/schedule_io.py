@@ -182,6 +182,8 @@ def to_json(s) -> str:
         "directives": [directive_to_dict(d) for d in s.directives],
         "funcs": {n: func_schedule_to_dict(fs) for n, fs in s.func_schedules().items()},
     }
+    if s.codegen:
+        doc["codegen"] = dict(s.codegen)
     try:
         return _layout(doc)
     except (TypeError, ValueError) as e:
@@ -254,6 +256,7 @@ def from_json(text: str, pipeline):
                            ("provenance", dict, "an object"),
                            ("directives", list, "a list of directives"),
                            ("funcs", dict, "an object mapping Func names to schedules"),
+                           ("codegen", dict, "an object of code-generation options"),
                            ("target", str, "a string")):
         if key in doc and not isinstance(doc[key], typ):
             raise ScheduleError(f"schedule JSON: field {key!r} must be {what}, got {doc[key]!r}")
@@ -263,6 +266,15 @@ def from_json(text: str, pipeline):
                             f"outputs are {list(pipeline.output_names)}")
     s = Schedule(pipeline, doc.get("target", "cpu"))
     s.provenance = doc.get("provenance", {})
+    codegen = doc.get("codegen", {})
+    unknown = sorted(set(codegen) - {"unroll_threshold"})
+    if unknown:
+        raise ScheduleError(f"schedule JSON: field 'codegen' names {unknown[0]!r}, which is "
+                            "not a code-generation option (known: unroll_threshold)")
+    try:
+        s.set_codegen(**codegen)
+    except ScheduleError as e:
+        raise ScheduleError(f"schedule JSON: field 'codegen': {e}") from None
     directives = [directive_from_dict(d, i) for i, d in enumerate(doc.get("directives", []))]
     replay(s, directives, "schedule JSON: ")
     stored = doc.get("funcs")

@@ -123,6 +123,9 @@ def schedule_code(s) -> str:
         lines.append(_head(chain[0]) + "".join(_call(d) for d in chain))
     if not cs:
         lines.append("# default schedule: outputs computed at root, every other Func inlined")
+    if s.codegen:
+        lines.append("s.set_codegen(" + ", ".join(f"{k}={v!r}" for k, v in
+                                                  sorted(s.codegen.items())) + ")")
     return "\n".join(lines) + "\n"
 
 

@@ -214,7 +214,8 @@ class Gatherer:
 
     def variants(self, base: Candidate) -> None:
         """Changes the cost model does not describe: no parallel loops; wider vectors;
-        other register blocks of the blocked updates (``_reblocked``)."""
+        LLVM's unroll threshold at ``UNROLL_VARIANT``; other register blocks of the
+        blocked updates (``_reblocked``)."""
         def serial(d):
             return None if d.method == "parallel" else d
 
@@ -225,6 +226,9 @@ class Gatherer:
 
         made = [(f"{word}({base.source})", _rewritten(base.schedule, change))
                 for word, change in (("serial", serial), ("vec2x", wider))]
+        if "unroll_threshold" not in base.schedule.codegen:
+            made.append((f"unroll{UNROLL_VARIANT}({base.source})",
+                         base.schedule.copy().set_codegen(unroll_threshold=UNROLL_VARIANT)))
         for func, stage in _blocked_stages(base.schedule):
             blk = self.problem.stage_info[func][1][stage - 1].block
             if blk is None:
@@ -250,6 +254,10 @@ class Gatherer:
 
 
 REBLOCK_ROWS = (8, 12, 16)
+UNROLL_VARIANT = 100
+"""LLVM's unroll threshold of the ``unroll100`` variant (LLVM's own: 300): across the
+solvers' schedules of the 15 apps it ran from 0.87x to 1.07x of the default's time
+(``benchmarks/unroll_threshold.py``), so it is measured, not predicted."""
 
 
 def _blocked_stages(schedule) -> list:

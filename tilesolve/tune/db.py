@@ -128,11 +128,14 @@ def pipeline_from_json(text: str):
 def schedule_hash(schedule) -> str:
     """A hash of the schedule's canonical text: the target and every Func's frozen
     schedule (compute and store levels, splits, loop kinds), not the order of the
-    directive calls nor the provenance.  Equal hashes compile to the same code."""
+    directive calls nor the provenance) and its code-generation options, if any.  Equal
+    hashes compile to the same code."""
     from ..model.schedule_io import func_schedule_to_dict
     doc = {"target": schedule.target,
            "funcs": {n: func_schedule_to_dict(fs)
                      for n, fs in sorted(schedule.func_schedules().items())}}
+    if getattr(schedule, "codegen", None):
+        doc["codegen"] = dict(schedule.codegen)
     return _sha(json.dumps(doc, sort_keys=True))
 
 

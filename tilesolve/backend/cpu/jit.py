@@ -100,8 +100,16 @@ def _apply_unroll_threshold(value: int | None) -> None:
         _UNROLL_SET[0] = value
 
 
-def optimize(module: IRInput, target: Target | None = None) -> llvm.ModuleRef:
-    """Parse ``module`` (IR text or an ``llvmlite.ir.Module``), verify it, run O3 on it.
+def unroll_threshold(requested: int | None = None) -> int | None:
+    """The unroll threshold a build uses: ``requested`` (a schedule's), else
+    :data:`UNROLL_THRESHOLD`; None is LLVM's own."""
+    return UNROLL_THRESHOLD if requested is None else int(requested)
+
+
+def optimize(module: IRInput, target: Target | None = None,
+             unroll: int | None = None) -> llvm.ModuleRef:
+    """Parse ``module`` (IR text or an ``llvmlite.ir.Module``), verify it, run O3 on it
+    (``unroll``: the unroll threshold, see :func:`unroll_threshold`).
 
     Raises ``RuntimeError`` with LLVM's message if the IR does not parse or verify.
     """
@@ -112,7 +120,7 @@ def optimize(module: IRInput, target: Target | None = None) -> llvm.ModuleRef:
         mod.triple = target.info.triple
         mod.data_layout = target.info.data_layout
         mod.verify()
-        _apply_unroll_threshold(UNROLL_THRESHOLD)
+        _apply_unroll_threshold(unroll_threshold(unroll))
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
@@ -150,8 +158,7 @@ class DiskCache:
         h = hashlib.sha256()
         parts = (f"tilesolve-cpu/{CACHE_FORMAT}", llvmlite.__version__,
                  ".".join(map(str, llvm.llvm_version_info)), *target.info.cache_fields(),
-                 f"O{target.opt_level}", *extra,
-                 *(() if UNROLL_THRESHOLD is None else (f"unroll{UNROLL_THRESHOLD}",)))
+                 f"O{target.opt_level}", *extra)
         for part in parts:
             h.update(part.encode())
             h.update(b"\0")
@@ -224,19 +231,23 @@ def _decode(blob: bytes) -> CacheEntry | None:
 class JitModule:
     """Native code for one LLVM module, loaded into this process.
 
-    ``JitModule(ir_text, target=None, cache=None, key_extra=())``; then ``address(name)`` gives a function
+    ``JitModule(ir_text, target=None, cache=None, key_extra=(), unroll=None)`` (``unroll``:
+    LLVM's unroll threshold, see :func:`unroll_threshold`; part of the key); then ``address(name)`` gives a function
     pointer for ctypes. Attributes: ``cache_hit`` (True if the object came from ``cache``),
     ``key`` (the cache key, computed even without a cache), ``compile_seconds`` (wall time
     of the constructor) and ``timings`` (seconds per phase: optimize, codegen, load).
     """
 
     def __init__(self, ir_text: IRInput, target: Target | None = None,
-                 cache: DiskCache | None = None, key_extra: tuple = ()):
+                 cache: DiskCache | None = None, key_extra: tuple = (),
+                 unroll: int | None = None):
         t0 = time.perf_counter()
         self.target = target or host_target()
         self.cache = cache
+        self.unroll = unroll_threshold(unroll)
         text = _ir_text(ir_text)
-        self.key = DiskCache.key(text, self.target, tuple(key_extra))
+        extra = tuple(key_extra) + (() if self.unroll is None else (f"unroll{self.unroll}",))
+        self.key = DiskCache.key(text, self.target, extra)
         self.timings: dict[str, float] = {}
         entry = cache.load(self.key) if cache is not None else None
         self.cache_hit = entry is not None
@@ -262,7 +273,7 @@ class JitModule:
     def _compile(self, text: str) -> CacheEntry:
         with LLVM_LOCK:
             t = time.perf_counter()
-            mod = optimize(text, self.target)
+            mod = optimize(text, self.target, self.unroll)
             optimized = str(mod)
             self.timings["optimize"] = time.perf_counter() - t
             t = time.perf_counter()

@@ -38,11 +38,12 @@ class NativeKernel:
     """Native code for one generated module; call it with arrays in buffer-argument order."""
 
     def __init__(self, gen: GeneratedModule, target: Target | None = None,
-                 cache: DiskCache | None = None):
+                 cache: DiskCache | None = None, unroll: int | None = None):
         self.generated = gen
         # a profiled build is keyed as such even though its IR already differs
         self.jit = JitModule(gen.ir_text, target, cache,
-                             key_extra=("profile",) if gen.profile is not None else ())
+                             key_extra=("profile",) if gen.profile is not None else (),
+                             unroll=unroll)
         self._fn = ENTRY_PROTOTYPE(self.jit.address(gen.entry))
 
     def __call__(self, arrays, scalars=(), num_threads: int = 0, fault=None,
