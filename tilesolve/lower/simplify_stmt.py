@@ -22,6 +22,8 @@ from ..model import expr as E
 from ..model.visit import substitute_names, trampoline, walk
 from . import ir as L
 
+DECIDE_NODES = 400    # largest condition _decide simplifies once its lets are written out
+
 _GPU = ("gpu_block", "gpu_thread")
 
 
@@ -142,10 +144,19 @@ class _Simp:
         """``c``, or its value when the lets it uses, written out, prove it: a tail
         guard ``x < base + 32`` where ``x = base + 16*i + j`` with ``i`` in [0, 1] and
         ``j`` in [0, 15] is always true (Halide proves such guards away too; left in,
-        a vector loop would run masked code).  The condition itself stays as written."""
+        a vector loop would run masked code).  The condition itself stays as written.
+        Gives up once the written-out condition exceeds ``DECIDE_NODES`` nodes: the
+        lets of deep pipelines nest region arithmetic many levels deep, and writing
+        them out cost lens_blur's lowering 8-10 of its 12 s without deciding anything."""
         x = c
         for _ in range(8):
-            names = {v.name for v in walk(x) if isinstance(v, E.Var) and v.name in self.values}
+            names, size = set(), 0
+            for v in walk(x):
+                size += 1
+                if isinstance(v, E.Var) and v.name in self.values:
+                    names.add(v.name)
+            if size > DECIDE_NODES:
+                return c
             if not names:
                 break
             x = substitute_names(x, {n: self.values[n] for n in names})
