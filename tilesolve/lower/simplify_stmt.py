@@ -22,7 +22,7 @@ from ..model import expr as E
 from ..model.visit import substitute_names, trampoline, walk
 from . import ir as L
 
-DECIDE_NODES = 400    # largest condition _decide simplifies once its lets are written out
+DECIDE_NODES = 100    # largest condition _decide simplifies once its lets are written out
 
 _GPU = ("gpu_block", "gpu_thread")
 
@@ -145,9 +145,10 @@ class _Simp:
         guard ``x < base + 32`` where ``x = base + 16*i + j`` with ``i`` in [0, 1] and
         ``j`` in [0, 15] is always true (Halide proves such guards away too; left in,
         a vector loop would run masked code).  The condition itself stays as written.
-        Gives up once the written-out condition exceeds ``DECIDE_NODES`` nodes: the
-        lets of deep pipelines nest region arithmetic many levels deep, and writing
-        them out cost lens_blur's lowering 8-10 of its 12 s without deciding anything."""
+        Gives up once the written-out condition exceeds ``DECIDE_NODES`` nodes (the
+        conditions it decides in the apps have about 20): the lets of deep pipelines
+        nest region arithmetic many levels deep, and writing them out cost lens_blur's
+        lowering 8-10 of its 12 s without deciding anything."""
         x = c
         for _ in range(8):
             names, size = set(), 0
