@@ -4,7 +4,11 @@ timed against each other in one process.
 
     python benchmarks/unroll_threshold.py [--apps blur,nl_means] [--methods greedy,ilp]
                                           [--thresholds 300,100,50] [--rounds 5]
-                                          [--json FILE]
+                                          [--scale 1] [--threads N] [--json FILE]
+
+``--methods hand`` uses the app's hand schedule (blur, unsharp...); ``--scale 4`` times
+the paper's area; ``--threads 1`` one thread (the blur figure below:
+``--apps blur --methods hand --scale 4 --threads 1``).
 
 The first threshold is the baseline (300: LLVM's own at O3).  Each build runs in
 interleaved rounds (the order alternating), the fastest run of each counts; outputs
@@ -35,20 +39,33 @@ def _same(a, b) -> bool:
     return all(np.array_equal(np.asarray(x), np.asarray(y), equal_nan=True) for x, y in zip(a, b))
 
 
-def run(apps, methods, thresholds, rounds: int, log=print) -> list:
+def _scaled(sizes, scale: float) -> list:
+    """``sizes`` with the area of the first two dimensions times ``scale``."""
+    f = math.sqrt(scale)
+    return [round(s * f) if d < 2 else s for d, s in enumerate(sizes)]
+
+
+def run(apps, methods, thresholds, rounds: int, log=print, scale: float = 1.0,
+        threads=None) -> list:
     rows = []
     for name in apps:
         app = get_app(name)
-        sizes = list(app.PAPER_SIZE)
+        sizes = _scaled(list(app.PAPER_SIZE), scale)
         for method in methods:
             pipe, est = app.build(sizes)
-            sched = ts.solve_schedule(pipe, "host", estimates=est, method=method)
+            if method == "hand":
+                if not hasattr(app, "hand_schedule"):
+                    log(f"{name}: no hand schedule")
+                    continue
+                sched = app.hand_schedule(pipe)
+            else:
+                sched = ts.solve_schedule(pipe, "host", estimates=est, method=method)
             inputs = app.make_inputs(sizes, seed=0)
             builds, outs = {}, {}
             try:
                 for th in thresholds:
                     jit.UNROLL_THRESHOLD = th
-                    builds[th] = ts.compile(pipe, sched)
+                    builds[th] = ts.compile(pipe, sched, num_threads=threads)
                     outs[th] = builds[th].realize(sizes, **inputs)
             finally:
                 jit.UNROLL_THRESHOLD = None
@@ -82,10 +99,13 @@ def main() -> None:
     ap.add_argument("--methods", default="greedy,ilp")
     ap.add_argument("--thresholds", default="300,100,50")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--json")
     a = ap.parse_args()
     rows = run(a.apps.split(","), a.methods.split(","),
-               [int(t) for t in a.thresholds.split(",")], a.rounds)
+               [int(t) for t in a.thresholds.split(",")], a.rounds,
+               scale=a.scale, threads=a.threads)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

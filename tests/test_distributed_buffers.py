@@ -56,8 +56,8 @@ def test_other_shapes_dtypes_and_the_bounds():
     assert pool.take((16, 16), np.int32).dtype == np.int32 and pool.reused == 0
     assert pool.take((16, 8), np.float32).shape == (16, 8) and pool.reused == 0
     big = pool.take((64, 64), np.float32)          # 16 KiB: over the byte bound
-    pool.keep([big])
-    assert all(x.nbytes <= 4096 for x in pool._items)
+    pool.keep([big])                               # not kept, and nothing evicted for it
+    assert len(pool._items) == 2 and all(x.nbytes == 1024 for x in pool._items)
 
 
 def test_reuse_can_be_turned_off(monkeypatch):

@@ -79,7 +79,3 @@ class OutputPool:
             while len(self._items) > self.max_arrays or \
                     sum(x.nbytes for x in self._items) > self.max_bytes:
                 self._items.pop(0)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()

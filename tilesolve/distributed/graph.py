@@ -117,8 +117,7 @@ class BoxGraph:
                 self.layer[s.name] = s.array
         self._slices: dict = {}
         self._halo_of: dict = {}      # chunk key -> halo slices cut from it
-        self._reads_chunks: dict = {}  # task key -> whole chunks it depends on
-        self._uses: dict = {}         # task key -> all its dependencies
+        self._boxes: list = []        # the run_box task keys
         self.read: dict = {}          # task key -> {input: region}, for tests and reports
         self.split: dict = {}         # task key -> [(row lo, row hi, view?)] when banded
 
@@ -142,9 +141,10 @@ class BoxGraph:
         task while the task that needs the halo, on another worker, idles: the two
         boxes would run one after the other.  ``run_box`` ignores these extra
         arguments."""
-        for key, deps in self._reads_chunks.items():
-            extra = [h for c in deps for h in self._halo_of.get(c, ())
-                     if h not in self._uses.get(key, ())]
+        for key in self._boxes:
+            deps = set(self.layer[key][3:])
+            extra = [h for c in deps if c in self._halo_of for h in self._halo_of[c]
+                     if h not in deps]
             if extra:
                 self.layer[key] = self.layer[key] + tuple(extra)
 
@@ -283,9 +283,7 @@ class BoxGraph:
                           self._inputs(reg, keys, held)))
         self.layer[key] = (run_box, self.plan.shipped, (tuple(reversed(first)), tuple(bands))) + \
             tuple(keys)
-        self._uses[key] = set(keys)
-        self._reads_chunks[key] = {k for k in keys if isinstance(k, tuple) and
-                                   any(k[0] == s.name for s in self.sources.values())}
+        self._boxes.append(key)
         self.read[key] = regions
         if len(cut) > 1:
             self.split[key] = [(a, b, v) for a, b, _, v in cut]

@@ -117,24 +117,16 @@ class ChunkPlan:
                           for k, v in sorted(d.items()))
                     for d in (origin, sizes, params, extents, extra or {}))
         hit = self._memo.get(key)
-        if hit is None:
-            hit = self._regions(origin, sizes, params, extents, extra)
+        if hit is None:                  # a ChunkingError propagates, unmemoized
+            hit = self._compute_regions(origin, sizes, params, extents, extra)
             with self._memo_lock:
                 while len(self._memo) >= REGION_MEMO:
                     del self._memo[next(iter(self._memo))]
                 self._memo[key] = hit
-        if isinstance(hit, ChunkingError):
-            raise ChunkingError(str(hit))
         return dict(hit)
 
-    def _regions(self, origin, sizes, params, extents, extra):
-        """:meth:`regions` without the memo; a ChunkingError is returned, not raised."""
-        try:
-            return self._compute_regions(origin, sizes, params, extents, extra)
-        except ChunkingError as e:
-            return e
-
     def _compute_regions(self, origin, sizes, params, extents, extra):
+        """:meth:`regions` without the memo."""
         scal = self.scalars(origin, {}, params, extents, extra)
         boxes = required_regions(self.pipeline, dict(sizes), params=scal)
         for n, s in sizes.items():

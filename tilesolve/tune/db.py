@@ -134,7 +134,7 @@ def schedule_hash(schedule) -> str:
     doc = {"target": schedule.target,
            "funcs": {n: func_schedule_to_dict(fs)
                      for n, fs in sorted(schedule.func_schedules().items())}}
-    if getattr(schedule, "codegen", None):
+    if schedule.codegen:
         doc["codegen"] = dict(schedule.codegen)
     return _sha(json.dumps(doc, sort_keys=True))
 
