@@ -160,6 +160,31 @@ def test_row_bands_with_downsampling_and_two_outputs():
     assert job.split
 
 
+def test_deep_halos_keep_the_box_whole():
+    """Six stacked 9-tap vertical blurs (a halo of 24 rows) over two chunks of 200 rows:
+    three bands (view, 50 copied rows, view) would recompute more than copying the
+    whole input costs, so the box is assembled whole; one such blur is cut into bands."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    f = ts.boundary.repeat_edge(inp)
+    for i in range(6):
+        g = ts.Func(f"v{i}")
+        g[x, y] = sum(f[x, y + k] for k in range(-4, 5)) * (1 / 9)
+        f = g
+    pipe = ts.Pipeline([f])
+    img = np.random.default_rng(8).random((400, 30), dtype=np.float32)
+    want = ts.reference.realize(pipe, [30, 400], input=img)
+    job, (got,) = _run(ts.compile(pipe), [30, 400], (400, 30),
+                       input=da.from_array(img, chunks=(200, 30)))
+    _same(got, want)
+    assert not job.split
+    one = ts.Pipeline([pipe.func("v0")])          # one blur over larger chunks: bands pay
+    job, (got,) = _run(ts.compile(one), [30, 400], (400, 30),
+                       input=da.from_array(img, chunks=(200, 30)))
+    _same(got, ts.reference.realize(one, [30, 400], input=img))
+    assert job.split
+
+
 def test_two_dimensional_chunks_are_assembled_whole():
     """Chunks cut across columns: no useful bands, the task assembles its region."""
     pipe = _blur3(ts.float32, "repeat_edge")

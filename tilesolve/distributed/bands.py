@@ -17,6 +17,13 @@ assumes only that a band's region grows with the band, which holds for any pipel
 When the first row alone already crosses a boundary along another axis (chunks cut
 across columns too), or copy bands grow large, the box is kept whole: one copy, as
 before.
+
+Bands are not free: each recomputes what its rows need of the stages above them, the
+halo of its own.  For a light stencil (blur, harris) that is a few rows per band, far
+cheaper than copying the input; for a pipeline with deep halos (bilateral_grid's grid,
+a pyramid) the bands recompute a large share of the work (measured: 31 bands made
+bilateral_grid's task 29 % slower than one copy and one realize).  The caller weighs
+the two (``worth``: see :meth:`.graph.BoxGraph.add_box`).
 """
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ MAX_BANDS = 64              # per box: each band is one realize() call (~1 ms of
 MAX_COPY_FRACTION = 0.25    # copy bands beyond this share of the rows: keep the box whole
 
 
-def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
+def row_bands(regions_of, rows: int, inside, reach=None, predicted=None, worth=None):
     """[(row lo, row hi, regions, view?)] covering rows [0, rows) of a box, or None
     (keep the box whole).  ``regions_of(a, b)``: input -> region for rows [a, b) (may
     raise ChunkingError); ``inside(regions)``: whether every region lies in one chunk;
@@ -36,7 +43,8 @@ def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
     rows from the first stay inside its chunks (checked before use: a wrong guess only
     costs a few more region queries); ``predicted``: bands [(lo, hi, view?)] to try
     first (one region query per band when every view band checks out), [] to give up
-    at once (every row predicted to cross a chunk boundary: keep the box whole)."""
+    at once (every row predicted to cross a chunk boundary: keep the box whole);
+    ``worth(bands)``: whether the bands found beat one copy (else the box stays whole)."""
     memo = {}
 
     def reg(a, b):
@@ -58,7 +66,7 @@ def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
                 sum(b - a for a, b, v in predicted if not v) <= cap and \
                 any(v for *_, v in predicted) and \
                 all(good(a, b) for a, b, v in predicted if v):
-            return [(a, b, reg(a, b), v) for a, b, v in predicted]
+            return _worth([(a, b, reg(a, b), v) for a, b, v in predicted], worth)
         bands, y, copied = [], 0, 0
         while y < rows:
             if good(y, y + 1):
@@ -79,7 +87,12 @@ def row_bands(regions_of, rows: int, inside, reach=None, predicted=None):
         return None
     if all(not v for *_, v in bands):
         return None
-    return bands
+    return _worth(bands, worth)
+
+
+def _worth(bands, worth):
+    """``bands``, or None where ``worth`` finds them dearer than one copy."""
+    return bands if worth is None or worth(bands) else None
 
 
 def _guessed(good, reg, reach, y: int, rows: int):

@@ -9,8 +9,10 @@ How a task gets each input region, cheapest first:
   reads a view of it;
 * otherwise the box is cut into row bands (:mod:`.bands`): view bands as above, and
   copy bands near chunk boundaries whose small regions are assembled from pieces;
-* when bands do not help (chunks cut across columns too), the region is assembled from
-  its pieces, as one copy.  Chunks used whole are passed as they are, the others through
+* when bands do not help (chunks cut across columns too), or cost more than they save
+  (what they recompute of the stages' halos, weighed against the copy they avoid, from
+  the arithmetic bounds inference and the op costs give each band: bilateral_grid's
+  deep halos), the region is assembled from its pieces, as one copy.  Chunks used whole are passed as they are, the others through
   a slicing task that runs where the chunk lives, so only halo strips travel between
   workers.
 
@@ -98,6 +100,12 @@ def _solve(v0: float, slope: float, bound: float, y0: int, rows: int, at_least: 
     return (0.0, min(rows - 1.0, y))
 
 
+# A byte copied into an assembled input, in ops and loads (ChunkPlan.point_costs units),
+# measured on the development machine: copies ran at ~0.2 ns a byte, compiled pipelines
+# at 0.024-0.086 ns a unit (blur, harris, unsharp, bilateral_grid at 4x the paper size).
+COPY_BYTE_COST = 4.0
+
+
 class BoxGraph:
     """A graph layer of ``plan`` realized over boxes (collects tasks and dependencies).
     ``bands``: whether boxes may be cut into row bands (see the module docstring)."""
@@ -154,6 +162,26 @@ class BoxGraph:
             if regions.get(name) is None:    # read nowhere: one element satisfies realize()
                 regions[name] = [(0, 0)] * len(self.extents[name])
         return regions
+
+    def _copy_bytes(self, regions) -> int:
+        """Bytes of the Dask inputs' ``regions`` (what assembling them copies)."""
+        total = 0
+        for n, s in self.sources.items():
+            reg = regions.get(n)
+            if isinstance(s, InGraphArray) or not reg:
+                continue
+            total += int(np.prod([hi - lo + 1 for lo, hi in reg])) * s.arr.dtype.itemsize
+        return total
+
+    def _bands_pay(self, bands, whole, work_of, rows) -> bool:
+        """Whether ``bands`` cost less than one copy of the box's input ``whole``: what
+        they recompute (their work less the box's: the halos of the stages above each
+        band) plus their copy bands' strips, against copying the whole region.  Costs in
+        the units of :attr:`.plan.ChunkPlan.point_costs` (ops and loads): a byte copied
+        costs ``COPY_BYTE_COST`` of them."""
+        recompute = sum(work_of(a, b) for a, b, _, _ in bands) - work_of(0, rows)
+        strips = sum(self._copy_bytes(r) for _, _, r, view in bands if not view)
+        return recompute + COPY_BYTE_COST * strips < COPY_BYTE_COST * self._copy_bytes(whole)
 
     def _inside(self, regions) -> bool:
         return all(isinstance(s, InGraphArray) or
@@ -266,8 +294,15 @@ class BoxGraph:
                 o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
                 s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
                 return self._regions(o, s, None)
+            def work_of(a, b):
+                o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
+                s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
+                return self.plan.work(o, s, self.params, self.extents)
+
+            def worth(bands):
+                return self._bands_pay(bands, regions, work_of, rows)
             cut = row_bands(regions_of, rows, self._inside, self._reach,
-                            self._predict(regions_of, rows))
+                            self._predict(regions_of, rows), worth)
         if cut is None:
             cut = [(0, rows, regions, None)]
         bands, keys, held = [], [], set()

@@ -4,6 +4,7 @@ exact input region of every output box from bounds inference.
     plan = ChunkPlan(pipe, sched)
     regions = plan.regions(origin, sizes, params, extents)   # input -> [(lo, hi)] per dim
     scalars = plan.scalars(origin, regions, params, extents)  # what run_box passes
+    work = plan.work(origin, sizes, params, extents)         # its arithmetic, for choices
 """
 from __future__ import annotations
 
@@ -103,6 +104,34 @@ class ChunkPlan:
             out.update(extra)
         return {k: v for k, v in out.items() if k in self.pipeline.params}
 
+    @property
+    def point_costs(self) -> dict:
+        """Func -> the arithmetic ops and loads of computing one point of it, over all its
+        definitions (an update over a constant RDom counts once per RDom point)."""
+        pc = getattr(self, "_point_costs", None)
+        if pc is None:
+            from ..analysis.costs import expr_cost
+            from ..model import expr as E
+            pc = {}
+            for n, f in self.pipeline.funcs.items():
+                total = 0
+                for d in f.definitions():
+                    ops, loads = expr_cost(d.value)
+                    times = 1
+                    for ext in (d.rdom.extents if d.rdom is not None else ()):
+                        times *= int(ext.value) if isinstance(ext, E.Const) else 1
+                    total += (ops + loads) * times
+                pc[n] = total
+            self._point_costs = pc
+        return pc
+
+    def work(self, origin: dict, sizes: dict, params: dict, extents: dict,
+             extra: dict | None = None) -> float:
+        """The arithmetic a box costs (ops and loads, in :attr:`point_costs` units) over
+        the regions bounds inference gives every Func: what cutting a box into bands
+        recomputes is the bands' work less the box's."""
+        return self._answer(origin, sizes, params, extents, extra)[1]
+
     def regions(self, origin: dict, sizes: dict, params: dict, extents: dict,
                 extra: dict | None = None) -> dict:
         """Input name -> [(lo, hi)] per dimension (innermost first): the region that
@@ -113,6 +142,10 @@ class ChunkPlan:
         Answers are memoized (a bounded table per plan, keyed by every argument): a graph
         asks for the regions of each band of each box, and building the graph again for
         the same sizes and chunks (the next image of a series) asks the same questions."""
+        return dict(self._answer(origin, sizes, params, extents, extra)[0])
+
+    def _answer(self, origin, sizes, params, extents, extra):
+        """(regions, work) of one box, memoized."""
         key = tuple(tuple((k, tuple(v) if isinstance(v, (list, tuple)) else v)
                           for k, v in sorted(d.items()))
                     for d in (origin, sizes, params, extents, extra or {}))
@@ -123,12 +156,20 @@ class ChunkPlan:
                 while len(self._memo) >= REGION_MEMO:
                     del self._memo[next(iter(self._memo))]
                 self._memo[key] = hit
-        return dict(hit)
+        return hit
 
     def _compute_regions(self, origin, sizes, params, extents, extra):
-        """:meth:`regions` without the memo."""
+        """:meth:`regions` and :meth:`work` without the memo."""
         scal = self.scalars(origin, {}, params, extents, extra)
         boxes = required_regions(self.pipeline, dict(sizes), params=scal)
+        work = 0.0
+        for n, c in self.point_costs.items():
+            box = boxes.get(n)
+            if c and box is not None:
+                vol = 1.0
+                for iv in box:
+                    vol *= 0.0 if iv.is_empty() else max(0.0, float(iv.hi) - float(iv.lo) + 1)
+                work += c * vol if math.isfinite(vol) else 0.0
         for n, s in sizes.items():
             box = _int_box(boxes[n], f"output {n}")
             for d, ((lo, hi), size) in enumerate(zip(box or [], s)):
@@ -150,4 +191,4 @@ class ChunkPlan:
                 continue
             clipped = [(max(lo, 0), min(hi, e - 1)) for (lo, hi), e in zip(ib, extents[n])]
             out[n] = None if any(lo > hi for lo, hi in clipped) else clipped
-        return out
+        return out, work
