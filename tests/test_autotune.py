@@ -4,6 +4,7 @@ tuning database; Spearman's rank correlation; argument errors; the bench method.
 No timed assertion compares speeds: only "the chosen one is the fastest measured"."""
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -88,7 +89,8 @@ def test_neighbours_and_variants_of_a_solver_answer():
     serial = g.by_source("serial(greedy)")
     assert serial.predicted_cost is None
     assert "parallel" not in str(serial.schedule) and "parallel" in str(base.schedule)
-    assert "vectorize(xi, 32)" in str(g.by_source("vec2x(greedy)").schedule)
+    assert re.search(r"vectorize\(\w+, 16\)", str(base.schedule))
+    assert re.search(r"vectorize\(\w+, 32\)", str(g.by_source("vec2x(greedy)").schedule))
     unrolled = g.by_source("unroll100(greedy)")       # the same loops, LLVM told otherwise
     assert unrolled.schedule.codegen == {"unroll_threshold": 100} and not base.schedule.codegen
     assert unrolled.schedule.func_schedules() == base.schedule.func_schedules()

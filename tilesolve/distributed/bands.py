@@ -31,7 +31,7 @@ from ..errors import ChunkingError
 
 __all__ = ["row_bands", "MAX_BANDS", "MAX_COPY_FRACTION"]
 
-MAX_BANDS = 64              # per box: each band is one realize() call (~1 ms of checks)
+MAX_BANDS = 64              # per box: each band is one realize() call (~50 us of checks)
 MAX_COPY_FRACTION = 0.25    # copy bands beyond this share of the rows: keep the box whole
 
 

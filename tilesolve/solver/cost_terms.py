@@ -27,6 +27,25 @@ vectorized, perfectly parallel code):
   the tile's working set (``footprint_bytes``) exceeds the L1, the fraction
   ``1 - L1 / footprint`` of those words comes back from the next level, at
   ``L2_WORD_OPS`` per word.  Deep fused chains and wide tiles pay it.
+* ``streams``: rows a tile touches in memory, beyond the prefetcher.  A
+  tile of a group reads each outside buffer, and writes its output, row by
+  row: each row of a buffer wider than the tile is a separate run of
+  memory, which the hardware prefetcher must pick up as a stream of its own
+  (a buffer read in whole rows is one stream).  When the rows a tile touches
+  (``S``, over its buffers) outnumber the streams the prefetcher keeps
+  (``PREFETCH_STREAMS``), the fraction ``1 - PREFETCH_STREAMS / S`` of its
+  runs start cold: their first ``STREAM_DETECT_BYTES`` (until the prefetcher
+  has seen the run) arrive unprefetched, each word costing
+  ``STREAM_MISS_LOADS`` more loads.  A core stalls on those misses only as far
+  as the tile is bound by memory: the term is scaled by ``1 - compute /
+  memory`` (arithmetic and lanes against loads and stores, clipped to
+  [0, 1]); a tile with more arithmetic than memory traffic overlaps them
+  (max_filter's, measured: charging it made the solvers leave its fusion and
+  run 2.7x slower).  Measured
+  on the development machine (blur, 6400 x 4800 float32, every tile of
+  16-512 x 4-256 at 2 threads): tiles of 128 x 64 ran 2.5x slower than
+  128 x 16 or 256 x 256, which Mullapudi's terms rank the other way (fewer
+  recomputed halo rows).
 * ``registers``: register pressure of deeply inlined chains.  A stage whose
   expression (inlined producers substituted) loads more distinct values than
   the vector registers hold spills the excess: ``SPILL_OPS`` per extra value
@@ -64,6 +83,9 @@ ACC_STORE_OPS = 1.0      # the store of an update's accumulator
 ACC_OPS = 2.0            # loading and storing an accumulator kept in a register over a loop
 LOOP_ITER_OPS = 1.0      # increment, compare and branch of an RDom loop iteration
 LOOP_SETUP_OPS = 4.0     # entering an RDom loop
+PREFETCH_STREAMS = 32.0  # rows of memory a core's prefetcher follows at once (fitted)
+STREAM_MISS_LOADS = 6.0  # extra cost of an unprefetched word, in loads from memory (fitted)
+STREAM_DETECT_BYTES = 512.0  # bytes of a cold run read before the prefetcher follows it
 
 
 def vector_registers(spec) -> int:
@@ -260,3 +282,22 @@ def intermediate_words(problem, group, gf):
         if m != group.output:
             out = out + pts * problem.bytes_per_point(m) / 4.0
     return out
+
+
+def stream_words(problem, group, gf):
+    """Words a tile moves from and to memory without prefetch (see ``streams`` in
+    the module docstring), per tiling: the buffers read from outside the group and
+    the group output's tile."""
+    boxes = [(b, box) for b, box in gf.input_regions.items()]
+    boxes.append((group.output, gf.member_regions[group.output]))
+    streams, cold = 0.0, 0.0
+    for name, box in boxes:
+        ext = np.maximum(box_extents(box), 1.0)
+        full = problem.regions.get(name)
+        whole_rows = ext[0] >= (full[0][1] - full[0][0] + 1) if full else False
+        rows = np.prod(ext[1:], axis=0) if len(ext) > 1 else np.ones_like(ext[0])
+        run = ext[0] * problem.bytes_per_point(name)
+        streams = streams + np.where(whole_rows, 1.0, rows)
+        cold = cold + np.where(whole_rows, 0.0, rows * np.minimum(run, STREAM_DETECT_BYTES) / 4.0)
+    miss = np.clip(1.0 - PREFETCH_STREAMS / np.maximum(streams, 1.0), 0.0, 1.0)
+    return miss * cold

@@ -102,12 +102,15 @@ class Cost:
     l1: float = 0.0             # producers' buffers re-read from beyond L1
     registers: float = 0.0      # spills of stages loading more values than vector registers
     reduction: float = 0.0      # accumulator stores and RDom loop overhead of update stages
+    streams: float = 0.0        # memory words a tile moves beyond the prefetcher's streams
+    stream_misses: float = 0.0  # those misses before scaling by how memory-bound the tile is
 
     def terms(self) -> dict:
         """The named terms whose sum is ``total`` (for a feasible column)."""
         return {"arith": self.arith, "lanes": self.lanes, "registers": self.registers,
                 "reduction": self.reduction, "l1": self.l1, "loads": self.loads,
-                "stores": self.stores, "parallel": self.parallel, "overhead": self.overhead}
+                "stores": self.stores, "parallel": self.parallel, "overhead": self.overhead,
+                "streams": self.streams}
 
     def to_dict(self) -> dict:
         """Plain data (non-finite numbers become None: JSON has no infinity)."""
@@ -138,7 +141,7 @@ class Cost:
                 f"x{self.recompute:.3f}) + loads {self.loads:.6g} + stores {self.stores:.6g}")
         if self.overhead:
             line += f" + {'launch' if self.gpu is not None else 'tile overhead'} {self.overhead:.6g}"
-        for name in ("lanes", "registers", "reduction", "l1", "parallel"):
+        for name in ("lanes", "registers", "reduction", "l1", "streams", "parallel"):
             v = getattr(self, name)
             if v:
                 line += f" + {name} {v:.6g}"

@@ -7,13 +7,16 @@
 
 What is fitted, and why this way
 --------------------------------
-On a CPU spec the model's cost of a fixed schedule is linear in ``load_cost``:
-every term but ``loads`` and ``stores`` is independent of it, and those two are
-``load_cost`` times a number of words.  So each sample is priced **once**, with
-the starting spec, and split into ``compute`` (arithmetic, lanes, registers,
-reductions, L1, parallel waves, tile overhead) and ``words`` (memory traffic);
-for any ``load_cost`` L the prediction is ``compute + L * words`` and the time
-is ``scale * (compute + L * words)``:
+On a CPU spec the model's cost of a fixed schedule is linear in ``load_cost``
+but for one term: every term but ``loads``, ``stores`` and ``streams`` is
+independent of it, ``loads`` and ``stores`` are ``load_cost`` times a number of
+words, and ``streams`` is ``load_cost`` times its unprefetched words, scaled by how
+memory-bound the tile is, which moves with ``load_cost`` (``PricedSample.cost``
+keeps that exact).  So each sample is priced **once**, with the starting spec, and
+split into ``compute`` (arithmetic, lanes, registers, reductions, L1, parallel
+waves, tile overhead), ``words`` (memory traffic) and the streams columns; for any
+``load_cost`` L the prediction is ``PricedSample.cost(L)`` (``compute + L * words``
+plus the streams terms) and the time is ``scale`` times it:
 
 * ``load_cost``, the balance between memory and arithmetic: a 1-D search on
   log L (a log grid, then golden-section refinement);
@@ -63,11 +66,21 @@ _GRID = 241
 
 @dataclass(frozen=True)
 class PricedSample:
-    """One sample priced with the starting spec: ``compute + L * words`` cost units."""
+    """One sample priced with the starting spec: ``compute + L * words`` cost units,
+    plus its columns' ``streams`` terms: per column ``(m, c, w)``, the unprefetched
+    words (times ``STREAM_MISS_LOADS``), the compute and the memory words, whose term
+    at load cost ``L`` is ``L * m * clip(1 - c / (L * w), 0, 1)``."""
 
     compute: float
     words: float
     measured_ms: float
+    streams: tuple = ()
+
+    def cost(self, L: float) -> float:
+        total = self.compute + L * self.words
+        for m, c, w in self.streams:
+            total += L * m * min(1.0, max(0.0, 1.0 - c / max(L * w, 1e-300)))
+        return total
 
 
 @dataclass
@@ -145,8 +158,12 @@ def price_samples(spec, samples) -> List[PricedSample]:
         if spec.is_gpu:
             out.append(PricedSample(total, 0.0, float(ms)))
             continue
+        L0 = spec.load_cost
         memory = sum(c.loads + c.stores for c in costs)
-        out.append(PricedSample(total - memory, memory / spec.load_cost, float(ms)))
+        streams = tuple((c.stream_misses / L0, c.arith + c.lanes, (c.loads + c.stores) / L0)
+                        for c in costs if c.stream_misses)
+        out.append(PricedSample(total - memory - sum(c.streams for c in costs), memory / L0,
+                                float(ms), streams))
     return out
 
 
@@ -157,15 +174,20 @@ def _fit_scale(pred: np.ndarray, y: np.ndarray) -> Tuple[float, float]:
     return float(np.sqrt(np.mean((r - shift) ** 2))), shift
 
 
-def _search_load_cost(compute, words, y) -> Tuple[float, float, Tuple[float, float]]:
+def _predict(priced, L: float) -> np.ndarray:
+    """Every sample's predicted cost at load cost ``L``."""
+    return np.array([p.cost(L) for p in priced])
+
+
+def _search_load_cost(priced, y) -> Tuple[float, float, Tuple[float, float]]:
     """Best L on a log grid, refined by golden section: (L, error, near-best range)."""
     lo, hi = math.log(LOAD_COST_RANGE[0]), math.log(LOAD_COST_RANGE[1])
     grid = np.linspace(lo, hi, _GRID)
-    errs = np.array([_fit_scale(compute + math.exp(g) * words, y)[0] for g in grid])
+    errs = np.array([_fit_scale(_predict(priced, math.exp(g)), y)[0] for g in grid])
     k = int(np.argmin(errs))
     a, b = grid[max(0, k - 1)], grid[min(len(grid) - 1, k + 1)]
     phi = (math.sqrt(5) - 1) / 2
-    f = lambda g: _fit_scale(compute + math.exp(g) * words, y)[0]  # noqa: E731
+    f = lambda g: _fit_scale(_predict(priced, math.exp(g)), y)[0]  # noqa: E731
     c, d = b - phi * (b - a), a + phi * (b - a)
     fc, fd = f(c), f(d)
     for _ in range(60):
@@ -214,7 +236,7 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
         return spec, FitReport(len(priced), ("scale",), None, None, math.exp(shift), err, err,
                                rho, rho, None, notes)
     L0 = float(spec.load_cost)
-    pred0 = compute + L0 * words
+    pred0 = _predict(priced, L0)
     if np.any(pred0 <= 0):
         raise TilesolveError("fit_spec: a sample's predicted cost is not positive; is its "
                              "schedule empty?")
@@ -230,7 +252,7 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
                      f"between samples ({share.min():.2f}..{share.max():.2f}); every "
                      "load_cost explains them alike")
     else:
-        L, err, span = _search_load_cost(compute, words, y)
+        L, err, span = _search_load_cost(priced, y)
         fitted = ("load_cost", "scale")
         if L <= LOAD_COST_RANGE[0] * 1.01 or L >= LOAD_COST_RANGE[1] * 0.99:
             notes.append(f"load_cost kept: the best fit ({L:.4g}, log-error {err:.3f}) is at "
@@ -244,7 +266,7 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
                          f"better than {L0:g} (log-error {err0:.3f}); it moves for "
                          f"{100 * MIN_FIT_GAIN:.0f} % or more")
             L, err, fitted = L0, err0, ("scale",)
-    pred = compute + L * words
+    pred = _predict(priced, L)
     _, shift = _fit_scale(pred, y)
     new_spec = spec.replace(load_cost=round(L, 3)) if "load_cost" in fitted else spec
     report = FitReport(len(priced), fitted, L0, round(L, 3) if "load_cost" in fitted else L0,
