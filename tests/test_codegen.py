@@ -91,7 +91,7 @@ def test_stencil_2d_with_intermediate_allocation(memory, width_const):
     on_heap = any("on the heap" in n for n in gen.notes)
     assert on_heap == (memory == "stack" and width_const is None)
     ir_text = kern.jit.llvm_ir()
-    assert ("aligned_alloc" in ir_text) == (memory == "heap" or width_const is None)
+    assert ("ts_rt_alloc" in ir_text) == (memory == "heap" or width_const is None)
 
 
 def test_parallel_outer_loop_and_thread_counts():

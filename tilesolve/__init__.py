@@ -51,6 +51,7 @@ def __getattr__(name):
         "required_regions": ("tilesolve.analysis.intervals", "required_regions"),
         "apps": ("tilesolve.apps", None),
         "distributed": ("tilesolve.distributed", None),
+        "release_memory": ("tilesolve.backend.cpu.heap", "release"),
     }
     if name in lazy:
         mod, attr = lazy[name]

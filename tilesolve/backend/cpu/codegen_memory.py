@@ -27,8 +27,10 @@ loads are as safe there as in the serial program.
 Allocations: ``stack``/``shared``/``register`` with constant extents and at most
 :data:`STACK_LIMIT_BYTES` become one 64-byte aligned ``alloca`` in the entry block of the
 function being emitted (the entry function or an outlined parallel body, so each thread
-has its own); everything else is ``aligned_alloc(64, bytes)`` + ``free`` around the
-body.  If the C library returns NULL the body is skipped and error code
+has its own); everything else is the runtime's ``ts_rt_alloc(bytes)`` + ``ts_rt_free``
+around the body (``heap.py``: 64-byte aligned; large blocks are kept for the next
+realization instead of being faulted in again).  If the allocation fails the body is
+skipped and error code
 :data:`ERR_ALLOC` is stored (atomically) in the function's error slot, which the entry
 point returns.
 
@@ -54,6 +56,7 @@ from ...model import expr as E
 from ...model.types import Type
 from .codegen_expr import I8, I32, I64, _mangle, mem_type
 from .codegen_lanes import Guarded, Halves, Ramp, is_varying
+from .heap import RT_ALLOC, RT_FREE
 
 STACK_LIMIT_BYTES = 64 * 1024
 ERR_ALLOC = 1
@@ -442,14 +445,13 @@ class MemoryEmitter:
             size = b.extract_value(prod, 0)
             count = b.mul(count, x)
             overflow = b.or_(overflow, b.extract_value(prod, 1))
-        # an impossible size makes aligned_alloc fail, which reports ERR_ALLOC
+        # an impossible size makes the allocation fail, which reports ERR_ALLOC
         size = b.select(overflow, ir.Constant(I64, -128), size)
-        # aligned_alloc wants a multiple of the alignment; ask for at least 64 bytes
+        # whole 64-byte lines, at least one
         size = b.and_(b.add(size, ir.Constant(I64, 64)), ir.Constant(I64, -64))
         i8p = I8.as_pointer()
-        alloc = self.declare("aligned_alloc", i8p, [I64, I64])
-        free = self.declare("free", ir.VoidType(), [i8p])
-        raw = b.call(alloc, [ir.Constant(I64, 64), size], name=f"{s.name}.raw")
+        alloc, free = self.heap_functions()
+        raw = b.call(alloc, [size], name=f"{s.name}.raw")
         failed = b.icmp_unsigned("==", raw, ir.Constant(i8p, None))
         ok_bb = self.fn.append_basic_block(f"{s.name}.ok")
         fail_bb = self.fn.append_basic_block(f"{s.name}.fail")
@@ -479,6 +481,15 @@ class MemoryEmitter:
         b.branch(done_bb)
         b.position_at_end(done_bb)
 
+    def heap_functions(self):
+        """The runtime's ``ts_rt_alloc``/``ts_rt_free`` (``heap.py``: 64-byte aligned
+        blocks, large ones cached between realizations), declared in this module."""
+        i8p = I8.as_pointer()
+        alloc = self.declare(RT_ALLOC, i8p, [I64])
+        if "noalias" not in alloc.return_value.attributes:
+            alloc.return_value.add_attribute("noalias")
+        return alloc, self.declare(RT_FREE, ir.VoidType(), [i8p])
+
     def _entry_slot(self, ty, name: str) -> ir.Value:
         """An alloca of ``ty`` in the function's entry block (allocated once a call)."""
         b = self.b
@@ -494,7 +505,7 @@ class MemoryEmitter:
         slot = self.heap_slots.pop(name, None)
         if slot is not None:
             i8p = I8.as_pointer()
-            free = self.declare("free", ir.VoidType(), [i8p])
+            free = self.heap_functions()[1]
             self.b.call(free, [self.b.load(slot)])
             self.b.store(ir.Constant(i8p, None), slot)
         self.buffers.pop(name, None)

@@ -49,6 +49,7 @@ import llvmlite
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from . import heap
 from .parallel import install_runtime
 from .target import LLVM_LOCK, Target, host_target
 
@@ -283,6 +284,7 @@ class JitModule:
 
     def _load(self, object_code: bytes) -> llvm.ExecutionEngine:
         install_runtime()        # ts_rt_* must resolve before relocation
+        heap.install()
         t = time.perf_counter()
         with LLVM_LOCK:
             holder = llvm.parse_assembly("")
