@@ -56,19 +56,30 @@ def test_small_blocks_go_back_to_the_c_library(cache):
     assert cache.held_bytes() == 0
 
 
-def test_the_byte_limit_and_the_slots_bound_what_is_held(cache):
+def test_the_byte_limit_keeps_the_newest_blocks(cache):
     cache.set_limit(5 * MB)
-    blocks = [cache.raw_alloc(2 * MB) for _ in range(3)]
+    blocks = [cache.raw_alloc(n * MB) for n in (2, 2, 3)]
     for p in blocks:
         cache.raw_free(p)
-    assert cache.held_bytes() == 4 * MB          # the third would pass 5 MB
-    cache.set_limit(64 * MB)
-    blocks = [cache.raw_alloc(1 * MB) for _ in range(heap.SLOTS + 3)]
-    for p in blocks:
+    assert cache.held_bytes() == 5 * MB          # the first 2 MB block made room
+    assert cache.raw_alloc(3 * MB) == blocks[2]
+    cache.raw_free(blocks[2])
+    huge = cache.raw_alloc(6 * MB)               # over the limit alone: not kept
+    cache.raw_free(huge)
+    assert cache.held_bytes() == 5 * MB
+
+
+def test_full_slots_keep_the_newest_block(cache):
+    small = [cache.raw_alloc(1 * MB) for _ in range(heap.SLOTS + 3)]
+    for p in small:
         cache.raw_free(p)
-    assert cache.held_bytes() <= (heap.SLOTS + 1) * 2 * MB
-    assert cache.held_bytes() == 4 * MB + (heap.SLOTS - 2) * MB
-    assert cache.release() == 4 * MB + (heap.SLOTS - 2) * MB
+    assert cache.held_bytes() == heap.SLOTS * MB
+    big = cache.raw_alloc(8 * MB)
+    cache.raw_free(big)
+    assert cache.held_bytes() == (heap.SLOTS - 1) * MB + 8 * MB
+    assert cache.raw_alloc(8 * MB) == big        # what a run frees, the next one finds
+    cache.raw_free(big)
+    assert cache.release() == (heap.SLOTS - 1) * MB + 8 * MB
     assert cache.held_bytes() == 0
 
 

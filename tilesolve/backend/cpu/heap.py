@@ -13,10 +13,12 @@ What: generated code calls two runtime symbols instead of ``aligned_alloc``/``fr
     void ts_rt_free(i8* ptr)        null is ignored
 
 Each block carries a 64-byte header holding its size. A freed block of at least
-``MIN_CACHED_BYTES`` goes into one of ``SLOTS`` slots instead of back to the C library,
-while the bytes held stay within the limit (``TILESOLVE_HEAP_CACHE_MB``, default
-``DEFAULT_LIMIT_MB``; 0 turns the cache off). A request of ``size`` bytes takes a cached
-block whose size is between ``size`` and ``2 x size``. The slots are taken and filled
+``MIN_CACHED_BYTES`` goes into one of ``SLOTS`` slots instead of back to the C library.
+The bytes held stay within the limit (``TILESOLVE_HEAP_CACHE_MB``, default
+``DEFAULT_LIMIT_MB``; 0 turns the cache off): cached blocks are given back, first slots
+first, to make room for the newest, and when every slot is taken the newest replaces
+the block in a round-robin slot. A request of ``size`` bytes takes a cached block whose
+size is between ``size`` and ``2 x size``. The slots are taken and filled
 with atomic compare-and-swap, so worker threads of parallel loops, and several Python
 threads running compiled code at once, never get the same block. Blocks keep the values
 of their last use (like ``malloc``, generated code never reads what it did not write).
@@ -42,7 +44,7 @@ __all__ = ["RT_ALLOC", "RT_FREE", "SLOTS", "MIN_CACHED_BYTES", "DEFAULT_LIMIT_MB
 
 RT_ALLOC = "ts_rt_alloc"
 RT_FREE = "ts_rt_free"
-SLOTS = 8
+SLOTS = 8                   # a power of two (the round-robin slot is a mask)
 MIN_CACHED_BYTES = 1 << 20
 HEADER = 64
 DEFAULT_LIMIT_MB = 1024
@@ -85,6 +87,9 @@ def _build_module() -> ir.Module:
     limit = ir.GlobalVariable(mod, I64, "ts_heap_limit_bytes")
     limit.initializer = ir.Constant(I64, 0)
     limit.linkage = "internal"
+    rr = ir.GlobalVariable(mod, I32, "ts_heap_turn")
+    rr.initializer = ir.Constant(I32, 0)
+    rr.linkage = "internal"
     c_alloc = ir.Function(mod, ir.FunctionType(I8P, [I64, I64]), "aligned_alloc")
     c_free = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I8P]), "free")
     null = ir.Constant(I8P, None)
@@ -146,27 +151,55 @@ def _build_module() -> ir.Module:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     body = fn.append_basic_block("body")
     done = fn.append_basic_block("done")
-    release_bb = fn.append_basic_block("release")     # undo the count, then free
     plain = fn.append_basic_block("plain")
+
+    def drop(b, p):
+        """Give a cached block back to the C library (``p`` is not null)."""
+        b.atomic_rmw("sub", held, size_of(b, p), "monotonic")
+        b.call(c_free, [p])
+
     b.cbranch(b.icmp_unsigned("==", ptr, null), done, body)
     b.position_at_end(body)
     raw = b.gep(ptr, [ir.Constant(I64, -HEADER)], inbounds=True)
     have = size_of(b, raw)
-    counted = fn.append_basic_block("counted")
-    b.cbranch(b.icmp_unsigned(">=", have, ir.Constant(I64, MIN_CACHED_BYTES)), counted, plain)
-    b.position_at_end(counted)
-    old = b.atomic_rmw("add", held, have, "monotonic")
     cap = b.load_atomic(limit, "monotonic", 8)
+    counted = fn.append_basic_block("counted")
+    keep = b.and_(b.icmp_unsigned(">=", have, ir.Constant(I64, MIN_CACHED_BYTES)),
+                  b.icmp_unsigned("<=", have, cap))
+    b.cbranch(keep, counted, plain)
+    b.position_at_end(counted)
+    b.atomic_rmw("add", held, have, "monotonic")
+    # over the limit with this block: evict cached blocks, oldest slots first
+    for i in range(SLOTS):
+        over = b.icmp_unsigned(">", b.load_atomic(held, "monotonic", 8), cap)
+        evict = fn.append_basic_block(f"evict{i}")
+        dropped = fn.append_basic_block(f"dropped{i}")
+        after = fn.append_basic_block(f"evicted{i}")
+        b.cbranch(over, evict, after)
+        b.position_at_end(evict)
+        p = b.atomic_rmw("xchg", slot(b, i), null, "acq_rel")
+        b.cbranch(b.icmp_unsigned("!=", p, null), dropped, after)
+        b.position_at_end(dropped)
+        drop(b, p)
+        b.branch(after)
+        b.position_at_end(after)
     nxt = fn.append_basic_block("put0")
-    b.cbranch(b.icmp_unsigned("<=", b.add(old, have), cap), nxt, release_bb)
+    b.branch(nxt)
     for i in range(SLOTS):
         b.position_at_end(nxt)
-        nxt = fn.append_basic_block(f"put{i + 1}") if i + 1 < SLOTS else release_bb
+        nxt = fn.append_basic_block(f"put{i + 1}" if i + 1 < SLOTS else "full")
         res = b.cmpxchg(slot(b, i), null, raw, "acq_rel", "monotonic")
         b.cbranch(b.extract_value(res, 1), done, nxt)
-    b.position_at_end(release_bb)
-    b.atomic_rmw("sub", held, have, "monotonic")
-    b.branch(plain)
+    # every slot taken: the newest block replaces the one in a round-robin slot
+    b.position_at_end(nxt)
+    turn = b.atomic_rmw("add", rr, ir.Constant(I32, 1), "monotonic")
+    idx = b.and_(turn, ir.Constant(I32, SLOTS - 1))
+    p = b.atomic_rmw("xchg", b.gep(slots, [zero, idx], inbounds=True), raw, "acq_rel")
+    evicted = fn.append_basic_block("replaced")
+    b.cbranch(b.icmp_unsigned("!=", p, null), evicted, done)
+    b.position_at_end(evicted)
+    drop(b, p)
+    b.branch(done)
     b.position_at_end(plain)
     b.call(c_free, [raw])
     b.branch(done)
