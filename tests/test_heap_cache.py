@@ -103,7 +103,9 @@ def test_impossible_sizes_fail_cleanly(cache):
 
 
 def test_limit_from_env():
-    assert heap.limit_from_env({}) == heap.DEFAULT_LIMIT_MB * MB
+    assert heap.limit_from_env({}) == heap.default_limit()
+    ram = heap.os.sysconf("SC_PHYS_PAGES") * heap.os.sysconf("SC_PAGE_SIZE")
+    assert heap.default_limit() == min(heap.DEFAULT_LIMIT_MB * MB, ram // 8)
     assert heap.limit_from_env({"TILESOLVE_HEAP_CACHE_MB": "0"}) == 0
     assert heap.limit_from_env({"TILESOLVE_HEAP_CACHE_MB": " 12 "}) == 12 * MB
     for bad in ("x", "-1", "1.5"):

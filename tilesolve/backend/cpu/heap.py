@@ -14,8 +14,9 @@ What: generated code calls two runtime symbols instead of ``aligned_alloc``/``fr
 
 Each block carries a 64-byte header holding its size. A freed block of at least
 ``MIN_CACHED_BYTES`` goes into one of ``SLOTS`` slots instead of back to the C library.
-The bytes held stay within the limit (``TILESOLVE_HEAP_CACHE_MB``, default
-``DEFAULT_LIMIT_MB``; 0 turns the cache off): cached blocks are given back, first slots
+The bytes held stay within the limit (``TILESOLVE_HEAP_CACHE_MB``; by default
+``DEFAULT_LIMIT_MB``, or an eighth of the machine's memory where that is less; 0 turns
+the cache off): cached blocks are given back, first slots
 first, to make room for the newest, and when every slot is taken the newest replaces
 the block in a round-robin slot. A request of ``size`` bytes takes a cached block whose
 size is between ``size`` and ``2 x size``. The slots are taken and filled
@@ -40,7 +41,7 @@ from llvmlite import ir
 from .target import LLVM_LOCK, host_target
 
 __all__ = ["RT_ALLOC", "RT_FREE", "SLOTS", "MIN_CACHED_BYTES", "DEFAULT_LIMIT_MB",
-           "install", "release", "held_bytes", "set_limit", "limit_from_env"]
+           "install", "release", "held_bytes", "set_limit", "limit_from_env", "default_limit"]
 
 RT_ALLOC = "ts_rt_alloc"
 RT_FREE = "ts_rt_free"
@@ -59,12 +60,22 @@ _engine = None
 _calls: dict = {}
 
 
+def default_limit() -> int:
+    """``DEFAULT_LIMIT_MB``, or an eighth of the machine's memory where that is less."""
+    limit = DEFAULT_LIMIT_MB << 20
+    try:
+        limit = min(limit, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return max(0, limit)
+
+
 def limit_from_env(environ=None) -> int:
-    """The cache's byte limit from ``TILESOLVE_HEAP_CACHE_MB`` (default 1024 MB)."""
+    """The cache's byte limit from ``TILESOLVE_HEAP_CACHE_MB`` (default: :func:`default_limit`)."""
     environ = os.environ if environ is None else environ
     raw = environ.get("TILESOLVE_HEAP_CACHE_MB", "").strip()
     if not raw:
-        return DEFAULT_LIMIT_MB << 20
+        return default_limit()
     try:
         mb = int(raw)
     except ValueError:
