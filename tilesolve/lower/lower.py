@@ -9,6 +9,7 @@ subtrees as the same objects)::
     regions  = input_region_exprs(body, ...)         #    inputs' regions (needs Calls)
     body     = flatten_storage(body, ...)            # 5: Calls/Provides -> Loads/Stores
     body     = simplify_stmt(body)                   # 6
+    body     = promote_accumulators(body)            #    CPU: a reduction's register tile local
     check_lanes(body)                                # 3: vector/unroll extents constant
     body     = free_early(body)                      #    CPU: Free after each buffer's last use
     verify(lowered)                                  # 7
@@ -22,6 +23,7 @@ from ..errors import BoundsError, ScheduleError
 from ..model import expr as E
 from ..model.pipeline import Pipeline
 from . import ir as L
+from .accumulate import promote_accumulators
 from .flatten import flatten_storage
 from .free import free_early
 from .inline import Inliner
@@ -106,6 +108,8 @@ def _lower(pipeline, schedule, target, check):
         body = partition_loops(body)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
+    if plan.target == "cpu":
+        body = promote_accumulators(body)
     check_lanes(body)
     if plan.target == "cpu":
         body = free_early(body)
