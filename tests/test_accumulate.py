@@ -7,6 +7,8 @@ other elements of the buffer, and the injectivity rule itself.
 """
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tilesolve as ts
 from tilesolve.lower import accumulate as A
@@ -108,3 +110,40 @@ def test_distinct_stores_rule():
     cond = A._distinct(x + (y + 3) * w, tile)                    # W at run time
     assert isinstance(cond, E.Expr) and "8 <= W" in str(cond)
     assert A._distinct(x * x + y * 64, tile) is None             # not affine
+
+
+def _blocked_sum(bx, by, vec, unroll_k, tail):
+    x, y = ts.Var("x"), ts.Var("y")
+    a = ts.ImageParam(ts.float32, 2, "A")
+    b = ts.ImageParam(ts.float32, 2, "B")
+    r = ts.RDom((0, a.width()), name="r")
+    prod = ts.Func("prod")
+    prod[x, y] = 1.0
+    prod[x, y] = ts.max(prod[x, y] * 0.75, prod[x, y] + a[r.x, y] * b[x, r.x])
+    out = ts.Func("out")
+    out[x, y] = prod[x, y]
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe)
+    xo, xi, yo, yi, ko, ki = (ts.Var(n) for n in ("xo", "xi", "yo", "yi", "ko", "ki"))
+    s[prod].compute_root()
+    u = (s[prod].update(0).split(x, xo, xi, bx, tail=tail).split(y, yo, yi, by, tail=tail))
+    if unroll_k:
+        u = u.split(r.x, ko, ki, unroll_k).reorder(xi, yi, ki, ko, xo, yo).unroll(ki)
+    else:
+        u = u.reorder(xi, yi, r.x, xo, yo)
+    u.vectorize(xi, vec).unroll(yi)
+    return pipe, s
+
+
+@settings(deadline=None)
+@given(bx=st.sampled_from([4, 8, 16]), by=st.integers(1, 4), vec=st.sampled_from([4, 8]),
+       unroll_k=st.sampled_from([0, 2, 3]), tail=st.sampled_from(["auto", "guard_with_if"]),
+       w=st.integers(1, 40), h=st.integers(1, 9), k=st.integers(1, 11))
+def test_random_blocked_reductions_equal_the_reference(bx, by, vec, unroll_k, tail, w, h, k):
+    vec = min(vec, bx)
+    pipe, s = _blocked_sum(bx, by, vec, unroll_k, tail)
+    rng = np.random.default_rng(w + 41 * h + 997 * k)
+    a = rng.standard_normal((h, k)).astype(np.float32)
+    b = rng.standard_normal((k, w)).astype(np.float32)
+    got = ts.compile(pipe, s).realize([w, h], A=a, B=b)
+    np.testing.assert_array_equal(got, ts.reference.realize(pipe, [w, h], A=a, B=b))

@@ -22,13 +22,14 @@ The tile is a constant-size ``alloca`` indexed by constants once the loops are u
 so LLVM's SROA puts it in registers. The same operations run in the same order on the
 same values: results are bit-identical.
 
-Applied to a serial ``For`` whose body is a chain of ``LetStmt``s and ``For``s ending in
-one ``Store`` to ``P`` at ``index``, when: the value reads ``P`` only at ``index``; nothing
-else in the chain reads ``P``; the loop's own variable does not appear in ``index`` (it is
-a reduction); the loops that ``index`` depends on are unrolled, vectorized or serial with
-constant bounds; the tile holds at most ``MAX_ELEMENTS`` values; and distinct points of
-the tile store to distinct elements (``_distinct``: proved, or tested at run time, as
-matmul's rows are: ``W >= 64``, with the original loop as the other branch).
+Applied to a serial or unrolled ``For`` (the outermost that qualifies) whose body is a
+chain of ``LetStmt``s and ``For``s ending in one ``Store`` to ``P`` at ``index``, when:
+the value reads ``P`` only at ``index``; nothing else in the chain reads ``P``; the
+loop's own variable does not appear in ``index`` (it is a reduction); the loops that
+``index`` depends on are unrolled, vectorized or serial with constant bounds; the tile
+holds at most ``MAX_ELEMENTS`` values; and distinct points of the tile store to distinct
+elements (``_distinct``: proved, or tested at run time, as matmul's rows are: ``W >=
+64``, with the original loop as the other branch).
 """
 from __future__ import annotations
 
@@ -187,7 +188,7 @@ def promote_accumulators(body: L.Stmt) -> L.Stmt:
     taken: list = []                      # tile names, numbered in program order
 
     def step(s):
-        if isinstance(s, L.For) and s.kind == "serial":
+        if isinstance(s, L.For) and s.kind in ("serial", "unrolled"):
             return _promote(s, taken)
         return None
     return L.map_stmt(body, step)
