@@ -17,23 +17,8 @@ from tilesolve.lower.lower import lower
 from tilesolve.model import expr as E
 
 
-def _matmul(block_x=32, block_y=4):
-    x, y = ts.Var("x"), ts.Var("y")
-    a = ts.ImageParam(ts.float32, 2, "A")
-    b = ts.ImageParam(ts.float32, 2, "B")
-    r = ts.RDom((0, a.width()), name="r")
-    prod = ts.Func("prod")
-    prod[x, y] = 0.0
-    prod[x, y] = prod[x, y] + a[r.x, y] * b[x, r.x]
-    out = ts.Func("out")
-    out[x, y] = prod[x, y]
-    pipe = ts.Pipeline(out)
-    s = ts.Schedule(pipe)
-    xo, xi, yo, yi = ts.Var("xo"), ts.Var("xi"), ts.Var("yo"), ts.Var("yi")
-    s[prod].compute_root()
-    (s[prod].update(0).split(x, xo, xi, block_x).split(y, yo, yi, block_y)
-     .reorder(xi, yi, r.x, xo, yo).vectorize(xi, 8).unroll(yi))
-    return pipe, s
+def _matmul():
+    return _blocked(32, 4, 8, 0, "auto", scan_max=False)
 
 
 def _allocs(low):
@@ -112,21 +97,25 @@ def test_distinct_stores_rule():
     assert A._distinct(x * x + y * 64, tile) is None             # not affine
 
 
-def _blocked_sum(bx, by, vec, unroll_k, tail):
+def _blocked(bx, by, vec, unroll_k, tail, scan_max=True):
+    """A matmul-like update blocked ``bx x by`` (x vectorized, y unrolled) inside the
+    RDom loop, optionally K-split and unrolled; ``scan_max`` makes the value read
+    ``prod[x, y]`` twice."""
     x, y = ts.Var("x"), ts.Var("y")
     a = ts.ImageParam(ts.float32, 2, "A")
     b = ts.ImageParam(ts.float32, 2, "B")
     r = ts.RDom((0, a.width()), name="r")
     prod = ts.Func("prod")
-    prod[x, y] = 1.0
-    prod[x, y] = ts.max(prod[x, y] * 0.75, prod[x, y] + a[r.x, y] * b[x, r.x])
+    step = a[r.x, y] * b[x, r.x]
+    prod[x, y] = 1.0 if scan_max else 0.0
+    prod[x, y] = ts.max(prod[x, y] * 0.75, prod[x, y] + step) if scan_max else prod[x, y] + step
     out = ts.Func("out")
     out[x, y] = prod[x, y]
     pipe = ts.Pipeline(out)
     s = ts.Schedule(pipe)
     xo, xi, yo, yi, ko, ki = (ts.Var(n) for n in ("xo", "xi", "yo", "yi", "ko", "ki"))
     s[prod].compute_root()
-    u = (s[prod].update(0).split(x, xo, xi, bx, tail=tail).split(y, yo, yi, by, tail=tail))
+    u = s[prod].update(0).split(x, xo, xi, bx, tail=tail).split(y, yo, yi, by, tail=tail)
     if unroll_k:
         u = u.split(r.x, ko, ki, unroll_k).reorder(xi, yi, ki, ko, xo, yo).unroll(ki)
     else:
@@ -141,7 +130,7 @@ def _blocked_sum(bx, by, vec, unroll_k, tail):
        w=st.integers(1, 40), h=st.integers(1, 9), k=st.integers(1, 11))
 def test_random_blocked_reductions_equal_the_reference(bx, by, vec, unroll_k, tail, w, h, k):
     vec = min(vec, bx)
-    pipe, s = _blocked_sum(bx, by, vec, unroll_k, tail)
+    pipe, s = _blocked(bx, by, vec, unroll_k, tail)
     rng = np.random.default_rng(w + 41 * h + 997 * k)
     a = rng.standard_normal((h, k)).astype(np.float32)
     b = rng.standard_normal((k, w)).astype(np.float32)
