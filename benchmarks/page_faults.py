@@ -1,6 +1,7 @@
 """Page faults a run, and time, for an app's solved schedule: tilesolve's compile with and
-without the early release of buffers (``lower/free.py``), and Halide's compile of the
-same schedule.
+without the early release of buffers (``lower/free.py``), without the runtime's heap
+cache (``backend/cpu/heap.py``, ``TILESOLVE_HEAP_CACHE_MB=0``), and Halide's compile of
+the same schedule.
 
     python benchmarks/page_faults.py [--apps stencil_chain,max_filter] [--method ilp]
                                      [--runs 10] [--size paper|small]
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 
-BUILDS = ("no-free", "tilesolve", "halide")
+BUILDS = ("no-free", "no-cache", "tilesolve", "halide")
 
 
 def _one(app_name: str, method: str, build: str, runs: int, size: str) -> dict:
@@ -42,6 +43,9 @@ def _one(app_name: str, method: str, build: str, runs: int, size: str) -> dict:
     else:
         if build == "no-free":                                  # the pass disabled
             importlib.import_module("tilesolve.lower.lower").free_early = lambda body: body
+        if build == "no-cache":                                 # every block back to libc
+            from tilesolve.backend.cpu import heap
+            heap.set_limit(0)
         cp = ts.compile(pipe, sched)
         out = cp.realize(sizes, **inputs)
         run = lambda: cp.realize(sizes, **inputs, out=out)      # noqa: E731

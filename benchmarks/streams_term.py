@@ -8,15 +8,16 @@ it predicts against what runs, and what it changes in the solvers' schedules.
 ``grid``: blur at 6400 x 4800 (float32), its blur_x computed per tile of blur_y, every
 tile of 16-512 x 4-256, timed in interleaved rounds in one process (fastest run of each,
 into a preallocated output); printed beside the model's prediction for the same column,
-and Spearman's rho between them with and without the term.  (Stop 24: 2 threads, 128 x
-64 31.5 ms, 128 x 16 13.0 ms; rho -0.72 without the term, 0.87 with it.)
+and Spearman's rho between them with and without the term.  (Stop 25, quiet machine,
+2 threads: 128 x 64 15.9 ms, 128 x 16 10.0 ms; rho -0.62 without the term, 0.78 with
+it.)
 
 ``solvers``: each app's greedy and ILP schedule at the paper size solved twice, with
 the term and without it (``STREAM_MISS_LOADS`` set to 0); where the schedules differ,
 both are compiled and timed against each other in one process (interleaved rounds,
 fastest run).  The last line gives the geomean of with / without over all schedules
-(a schedule that did not change counts 1).  (Stop 24, the 15 apps: 0.96; blur 0.70 and
-0.74, unsharp 0.82; the pairs over 1.05 re-measured with 11 rounds at 0.98-1.04.)
+(a schedule that did not change counts 1).  (Stop 25, the 15 apps, quiet machine:
+0.954; blur 0.71 and 0.69, unsharp 0.83 and 0.89; none above 1.024.)
 """
 from __future__ import annotations
 

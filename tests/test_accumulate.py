@@ -36,13 +36,13 @@ def test_the_blocked_update_accumulates_in_a_register_tile():
     for t in tiles:
         loop = next(st for st in L.walk_stmts(t.body) if isinstance(st, L.For)
                     and ".r." in st.name)
-        for st in L.walk_stmts(loop):
-            assert not (isinstance(st, L.Store) and st.buffer == "prod")
-            for e in L.stmt_exprs(st):
+        for node in L.walk_stmts(loop):
+            assert not (isinstance(node, L.Store) and node.buffer == "prod")
+            for e in L.stmt_exprs(node):
                 assert not [n for n in A.walk(e) if isinstance(n, L.Load) and n.buffer == "prod"]
     # the rows are W apart, W known at run time: a test picks the tile or the plain loop
-    guarded = [st for st in L.walk_stmts(low.body) if isinstance(st, L.IfThenElse)
-               and isinstance(st.then_case, L.Allocate) and ".acc" in st.then_case.name]
+    guarded = [n for n in L.walk_stmts(low.body) if isinstance(n, L.IfThenElse)
+               and isinstance(n.then_case, L.Allocate) and ".acc" in n.then_case.name]
     assert guarded and "32 <=" in str(guarded[0].cond)
 
 

@@ -44,6 +44,7 @@ __all__ = ["promote_accumulators", "MAX_ELEMENTS"]
 #: target has, to the stack: no worse than the buffer it replaces)
 MAX_ELEMENTS = 512
 
+
 def _names(e: E.Expr) -> set:
     return {n.name for n in walk(e) if isinstance(n, (E.Var, E.RVar))}
 

@@ -8,8 +8,8 @@ between groups that differ by a member), and is what the solvers use:
 
 CPU specs follow Mullapudi 2016 (Listings 1-2) plus the terms of
 ``cost_terms.py`` (vector lanes, parallel waves, L1 and register pressure,
-reduction loops, memory rows beyond the prefetcher) and the memory loads of a tiled group output's reductions,
-which run at root (``root_update_rereads``); GPU specs follow Sioutas 2020
+reduction loops, memory rows beyond the prefetcher) and the memory loads of
+a tiled group output's reductions, which run at root (``root_update_rereads``); GPU specs follow Sioutas 2020
 (Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
 docstring says where it comes from.  Units: CPU costs are in arithmetic
 operations (a load from memory costs ``spec.load_cost`` of them); GPU costs
@@ -24,9 +24,9 @@ import numpy as np
 from ..analysis.footprint import MenuFacts, box_extents
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
-from .cost_terms import (L2_WORD_OPS, STREAM_MISS_LOADS, block_choice, intermediate_words, l1_miss_fraction,
-                         lane_utilization, stream_words, tile_tasks, tile_terms, tiled_stage,
-                         wave_imbalance, workers)
+from .cost_terms import (L2_WORD_OPS, STREAM_MISS_LOADS, block_choice, intermediate_words,
+                         l1_miss_fraction, lane_utilization, stream_words, tile_tasks,
+                         tile_terms, tiled_stage, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
 
@@ -292,10 +292,11 @@ class CostModel:
         sweep = self._root_update_rereads(group)
         loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
         stores = np.full(k, load_cost * out_words)
-        misses = n * load_cost * STREAM_MISS_LOADS * stream_words(p, group, gf)
+        misses = np.where(untiled, 0.0,
+                          n * load_cost * STREAM_MISS_LOADS * stream_words(p, group, gf))
         memory = np.maximum(loads + stores, 1.0)
         bound = np.clip(1.0 - (arith + lanes) / memory, 0.0, 1.0)     # memory-bound share
-        streams = np.where(untiled, 0.0, misses * bound)
+        streams = misses * bound
         in_tasks = arith + lanes + regs + red + l1 - n * tt.root_updates
         imbalance = wave_imbalance(tile_tasks(p, group, menu), workers(spec))
         parallel = in_tasks * (imbalance - 1.0) + n * tt.root_update_imbalance
@@ -322,6 +323,5 @@ class CostModel:
                         float(overhead[i]), bool(ok[i]), "; ".join(reasons), int(n[i]), int(fp[i]),
                         float(done[i]) / need_pts if need_pts else 1.0, None,
                         float(lanes[i]), float(parallel[i]), float(l1[i]), float(regs[i]),
-                        float(red[i]), float(streams[i]),
-                        float(np.where(untiled, 0.0, misses)[i]))
+                        float(red[i]), float(streams[i]), float(misses[i]))
         return GroupCosts(menu, totals, make)

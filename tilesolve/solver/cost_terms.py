@@ -41,11 +41,11 @@ vectorized, perfectly parallel code):
   memory`` (arithmetic and lanes against loads and stores, clipped to
   [0, 1]); a tile with more arithmetic than memory traffic overlaps them
   (max_filter's, measured: charging it made the solvers leave its fusion and
-  run 2.7x slower).  Measured
-  on the development machine (blur, 6400 x 4800 float32, every tile of
-  16-512 x 4-256 at 2 threads): tiles of 128 x 64 ran 2.5x slower than
-  128 x 16 or 256 x 256, which Mullapudi's terms rank the other way (fewer
-  recomputed halo rows).
+  run 2.7x slower).  Measured on the development machine (blur, 6400 x 4800
+  float32, every tile of 16-512 x 4-256 at 2 threads, ``python
+  benchmarks/streams_term.py grid``): tiles of 128 x 64 ran 1.6x slower than
+  128 x 16, and 16 x 64 4x slower than 16 x 16, which Mullapudi's terms rank
+  the other way (fewer recomputed halo rows).
 * ``registers``: register pressure of deeply inlined chains.  A stage whose
   expression (inlined producers substituted) loads more distinct values than
   the vector registers hold spills the excess: ``SPILL_OPS`` per extra value
@@ -288,7 +288,7 @@ def stream_words(problem, group, gf):
     """Words a tile moves from and to memory without prefetch (see ``streams`` in
     the module docstring), per tiling: the buffers read from outside the group and
     the group output's tile."""
-    boxes = [(b, box) for b, box in gf.input_regions.items()]
+    boxes = list(gf.input_regions.items())
     boxes.append((group.output, gf.member_regions[group.output]))
     streams, cold = 0.0, 0.0
     for name, box in boxes:
