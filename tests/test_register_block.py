@@ -94,6 +94,44 @@ def test_long_single_rvar_reductions_are_k_blocked():
     assert k_block(two, 4096) == 0           # RVars of one RDom keep their nesting
 
 
+def test_the_rdom_unroll_keeps_hoisted_operands_within_the_registers():
+    """LLVM hoists the loads of unrolled RDom steps ahead of their uses: the unroll
+    factor is halved until the accumulators and those operands fit."""
+    from tilesolve.solver.register_block import RDOM_UNROLL, BlockInfo, rdom_unroll, \
+        step_operands
+    mm = BlockInfo("x", "y", 0, 1, (), ("r.x",), ((True, False), (False, True)))
+    assert step_operands(mm, 4, 6) == 10 and step_operands(mm, 1, 2) == 3
+    assert rdom_unroll(128) == RDOM_UNROLL                    # no register budget given
+    assert rdom_unroll(128, 24, 10, 32) == 1                  # 24 + 2 * 10 > 32
+    assert rdom_unroll(128, 8, 6, 32) == 4                    # 8 + 4 * 6 = 32
+    assert rdom_unroll(128, 8, 6, 16) == 1
+    assert rdom_unroll(128, 4, 5, 16) == 2                    # 4 + 2 * 5 <= 16 < 4 + 4 * 5
+    assert rdom_unroll(6, 8, 4, 16) == 1                      # 6 -> 3 -> 1: 8 + 3 * 4 > 16
+    assert rdom_unroll(6, 4, 4, 16) == 3                      # 4 + 3 * 4 <= 16
+    assert rdom_unroll(3, 4, 2, 16) == 3 and rdom_unroll(3, 12, 2, 16) == 1
+    assert rdom_unroll(130) == 1                              # 4 does not divide 130
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_solvers_matmul_unroll_fits_the_registers(spec):
+    from tilesolve.solver.register_block import BlockInfo, step_operands
+    mod = get_app("matmul")
+    pipe, est = mod.build([256, 256], k=512)
+    s = ts.solve_schedule(pipe, spec, {**est, "output": [2048, 2048], "A": [512, 2048],
+                                       "B": [2048, 512]}, method="greedy")
+    ds = _blocked_updates(s, "prod")
+    spec_ = load_spec(spec)
+    lanes = spec_.vector_lanes(4)
+    nb = next(d for d in ds if d.method == "split" and d.args[0][1] == "x").args[3][1] // lanes
+    by = next(d for d in ds if d.method == "split" and d.args[0][1] == "y").args[3][1]
+    ur = [d.args[1][1] for d in ds if d.method == "unroll" and d.args[0][1].startswith("r")]
+    ur = ur[0] if ur else 1
+    regs = 32 if spec_.vector_bits >= 512 else 16
+    per = step_operands(BlockInfo("x", "y", 0, 1, (), ("r.x",), ((True, False), (False, True))),
+                        nb, by)
+    assert ur == 1 or nb * by + ur * per <= regs, str(s)
+
+
 @pytest.mark.parametrize("k", [512, 700])
 def test_a_k_blocked_matmul_matches_numpy(k):
     """K = 512 splits evenly into panels of 128; 700 leaves a partial last panel."""

@@ -150,7 +150,7 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     """Register-block update ``i`` as the cost model would (``blk``: the block's
     shape when not ``info.block``'s); False if it would not."""
     from .cost import CACHED_LOAD_OPS
-    from .cost_terms import block_choice, lane_utilization
+    from .cost_terms import block_choice, lane_utilization, vector_registers
     from .register_block import emit
     lanes = _lanes(problem, name)
     blk = blk or info.block
@@ -162,9 +162,10 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     if nb <= 0:
         return False
     trial = s.copy()
-    if not emit(trial[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try):
+    regs = vector_registers(problem.spec)
+    if not emit(trial[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try, regs):
         return False
-    emit(s[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try)
+    emit(s[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try, regs)
     return True
 
 
