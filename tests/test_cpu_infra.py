@@ -367,3 +367,28 @@ def test_a_schedules_unroll_threshold_keys_the_build_and_keeps_results(tmp_path)
     for c in (plain, low):
         np.testing.assert_allclose(c.realize([70, 37], **inputs), want, rtol=1e-6)
     assert jit.unroll_threshold(None) is jit.UNROLL_THRESHOLD and jit.unroll_threshold(80) == 80
+
+
+def test_fma_contracts_float_multiply_adds_only_when_asked():
+    """``set_codegen(fma=True)``: float add/sub/mul carry LLVM's ``contract`` flag
+    and the machine code fuses them where the ISA has FMA; without it, no flag and
+    the result is numpy's bit for bit.  Either way the values match the reference."""
+    import tilesolve as ts
+    from tilesolve.apps import matmul
+    from tilesolve.backend.cpu.target import host_target
+    sizes = [48, 20]
+    pipe, est = matmul.build(sizes, k=64)
+    s = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    inputs = matmul.make_inputs(sizes, seed=3, k=64)
+    want = np.asarray(inputs["A"], np.float64) @ np.asarray(inputs["B"], np.float64)
+    plain = ts.compile(pipe, s, cache_dir=False)
+    fused = ts.compile(pipe, s.copy().set_codegen(fma=True), cache_dir=False)
+    assert " contract " not in plain.generated.ir_text
+    assert "fmul contract" in fused.generated.ir_text
+    assert "fadd contract" in fused.generated.ir_text
+    a, b = plain.realize(sizes, **inputs), fused.realize(sizes, **inputs)
+    for got in (a, b):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if host_target().info.has_feature("fma"):
+        assert "vfmadd" in fused.assembly() and "vfmadd" not in plain.assembly()
+

@@ -501,3 +501,13 @@ def test_a_gpu_spec_may_be_named():
     assert _gpu_spec("h100").is_gpu and _gpu_spec("a100").name == "a100"
     with pytest.raises(ts.SpecError, match="not a GPU spec"):
         _gpu_spec("xeon-e5-2620v3")
+
+
+def test_nvcc_fmad_follows_the_schedules_fma_option_unless_given():
+    x = ts.Var("x")
+    f = ts.Func("f")
+    f[x] = x * 2.0 + 1.0
+    s = ts.Schedule(ts.Pipeline(f), target="cuda")
+    assert C._fmad(s, None) is False
+    s.set_codegen(fma=True)
+    assert C._fmad(s, None) is True and C._fmad(s, False) is False

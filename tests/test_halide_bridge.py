@@ -172,6 +172,25 @@ def test_solver_schedule_replayed(name):
     _check(case.pipeline, case.sizes, hp, **case.inputs)
 
 
+def test_an_fma_schedule_compiles_without_strict_float():
+    """``set_codegen(fma=True)`` lets both compilers fuse multiply-adds: Halide's
+    target drops ``strict_float`` for that schedule only."""
+    app = APPS["matmul"]
+    case = Case(app, [40, 24], {"k": 48}, seed=0)
+    sched = ts.solve_schedule(case.pipeline, "host", estimates=case.estimates, method="greedy")
+    hp = th.translate(case.pipeline)
+    hp.apply_schedule(sched)
+    assert hp.strict_float and hp.target().has_feature(hl.TargetFeature.StrictFloat)
+    fused = th.translate(case.pipeline)
+    fused.apply_schedule(sched.copy().set_codegen(fma=True))
+    assert not fused.strict_float
+    assert not fused.target().has_feature(hl.TargetFeature.StrictFloat)
+    want = ts.compile(case.pipeline, sched.copy().set_codegen(fma=True)).realize(
+        case.sizes, **case.inputs)
+    np.testing.assert_allclose(fused.realize(case.sizes, **case.inputs), want, rtol=1e-5,
+                               atol=1e-5)
+
+
 @pytest.mark.parametrize("name", list(AUTOSCHEDULERS))
 def test_halide_autoschedulers(name):
     app = APPS["blur"]

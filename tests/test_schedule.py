@@ -768,3 +768,15 @@ def test_codegen_options_validate_print_copy_and_round_trip():
     doc["codegen"] = {"unroll_threshold": -4}
     with pytest.raises(ScheduleError, match="field 'codegen'.*unroll_threshold"):
         Schedule.from_json(json.dumps(doc), pipe)
+    # fma: a bool; set alone, it leaves the other options as they are
+    for bad in (1, "yes", 0.0):
+        with pytest.raises(ScheduleError, match="fma must be a bool"):
+            s.set_codegen(fma=bad)
+    with pytest.raises(ScheduleError, match="'fast_math' is not a code-generation option"):
+        s.set_codegen(fast_math=True)
+    s.set_codegen(fma=True)
+    assert s.codegen == {"unroll_threshold": 120, "fma": True}
+    assert "s.set_codegen(fma=True, unroll_threshold=120)" in str(s)
+    assert Schedule.from_json(s.to_json(), pipe) == s
+    s.set_codegen(fma=None)
+    assert s.codegen == {"unroll_threshold": 120}

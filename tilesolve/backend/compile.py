@@ -142,9 +142,10 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
 
     t0 = time.perf_counter() if _t0 is None else _t0
     tgt = host_target()
+    codegen = {} if schedule is None else schedule.codegen
     generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked),
-                         profile=bool(profile))
-    unroll = None if schedule is None else schedule.codegen.get("unroll_threshold")
+                         profile=bool(profile), fma=bool(codegen.get("fma", False)))
+    unroll = codegen.get("unroll_threshold")
     kernel = NativeKernel(generated, tgt, cache, unroll=unroll)
     seconds = time.perf_counter() - t0
     return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)

@@ -39,8 +39,11 @@ _MEMORY = {"heap": "Heap", "stack": "Stack", "register": "Register"}
 
 
 def apply_schedule(hp, schedule) -> None:
-    """Apply ``schedule`` to the translated pipeline ``hp`` (a ``HalidePipeline``)."""
+    """Apply ``schedule`` to the translated pipeline ``hp`` (a ``HalidePipeline``).
+    A schedule with ``set_codegen(fma=True)`` compiles without ``strict_float``, so
+    Halide may fuse multiply-adds as our code then does."""
     src = hp.source
+    hp.strict_float = not schedule.codegen.get("fma", False)
     if getattr(schedule, "target", "cpu") != "cpu":
         raise ScheduleError(f"the Halide bridge replays CPU schedules; this one targets "
                             f"{schedule.target!r}")

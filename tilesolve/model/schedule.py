@@ -50,6 +50,15 @@ def default_func_schedule(func, is_output: bool) -> FuncSchedule:
     return FuncSchedule(level, level, "auto", default_stage_schedules(func), ())
 
 
+CODEGEN_OPTIONS = {
+    "unroll_threshold": lambda v: (isinstance(v, int) and not isinstance(v, bool)
+                                   and 1 <= v <= 10000),
+    "fma": lambda v: isinstance(v, bool),
+}
+"""The options :meth:`Schedule.set_codegen` takes, each with its check."""
+_CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool"}
+
+
 class Schedule:
     """A pipeline's schedule.
 
@@ -58,8 +67,8 @@ class Schedule:
     solvers (method, predicted_cost, solve_time, fallback, status, objective,
     best_bound, gap, columns, groups...).  ``directives``: the recorded calls.
     ``codegen``: options for the code generator that are not loop structure, set with
-    :meth:`set_codegen` (today ``unroll_threshold``: LLVM's loop-unroll threshold for
-    this pipeline's CPU code; absent: LLVM's own).
+    :meth:`set_codegen` (``unroll_threshold``: LLVM's loop-unroll threshold for this
+    pipeline's CPU code; ``fma``: fused multiply-adds allowed; absent: the defaults).
     """
 
     def __init__(self, pipeline: Pipeline, target: str = "cpu"):
@@ -134,18 +143,30 @@ class Schedule:
         name = getattr(name, "name", name)
         return self.func_schedule(name) == self._defaults[name]
 
-    def set_codegen(self, *, unroll_threshold: int | None = None) -> "Schedule":
-        """Code-generation options of this schedule (CPU): ``unroll_threshold``, LLVM's
-        loop-unroll size threshold (1 to 10000; None: LLVM's own, 300).  The autotuner
-        tries other values; ``str(schedule)`` prints them."""
-        if unroll_threshold is None:
-            self.codegen.pop("unroll_threshold", None)
-            return self
-        if isinstance(unroll_threshold, bool) or not isinstance(unroll_threshold, int) \
-                or not 1 <= unroll_threshold <= 10000:
-            raise ScheduleError(f"set_codegen: unroll_threshold must be an int in [1, 10000] "
-                                f"or None, got {unroll_threshold!r}")
-        self.codegen["unroll_threshold"] = unroll_threshold
+    def set_codegen(self, **options) -> "Schedule":
+        """Code-generation options of this schedule; None removes one.
+
+        * ``unroll_threshold``: LLVM's loop-unroll size threshold for the CPU code (1
+          to 10000; absent: LLVM's own, 300).  The autotuner tries other values.
+        * ``fma``: True lets the code generator fuse a float multiply and the add or
+          subtract that uses it into one fused multiply-add (LLVM's ``contract``
+          flag on the CPU, nvcc's ``--fmad=true`` on CUDA).  The result is rounded
+          once instead of twice, so it differs from the reference (numpy) in the last
+          bits; absent or False: IEEE float as numpy computes it, the default.
+
+        ``str(schedule)`` prints them; unknown names raise a ScheduleError."""
+        for key, value in options.items():
+            check = CODEGEN_OPTIONS.get(key)
+            if check is None:
+                raise ScheduleError(f"set_codegen: {key!r} is not a code-generation option "
+                                    f"(known: {', '.join(sorted(CODEGEN_OPTIONS))})")
+            if value is None:
+                self.codegen.pop(key, None)
+                continue
+            if not check(value):
+                raise ScheduleError(f"set_codegen: {key} must be {_CODEGEN_RULES[key]} or None, "
+                                    f"got {value!r}")
+            self.codegen[key] = value
         return self
 
     def validate(self) -> "Schedule":

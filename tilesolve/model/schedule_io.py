@@ -240,7 +240,7 @@ def replay(s, directives, prefix: str = "") -> None:
 
 
 def from_json(text: str, pipeline):
-    from .schedule import Schedule
+    from .schedule import CODEGEN_OPTIONS, Schedule
     if not isinstance(text, (str, bytes, bytearray)):
         raise ScheduleError(f"schedule JSON must be a string, got {type(text).__name__}")
     try:
@@ -267,10 +267,11 @@ def from_json(text: str, pipeline):
     s = Schedule(pipeline, doc.get("target", "cpu"))
     s.provenance = doc.get("provenance", {})
     codegen = doc.get("codegen", {})
-    unknown = sorted(set(codegen) - {"unroll_threshold"})
+    unknown = sorted(set(codegen) - set(CODEGEN_OPTIONS))
     if unknown:
         raise ScheduleError(f"schedule JSON: field 'codegen' names {unknown[0]!r}, which is "
-                            "not a code-generation option (known: unroll_threshold)")
+                            f"not a code-generation option (known: "
+                            f"{', '.join(sorted(CODEGEN_OPTIONS))})")
     try:
         s.set_codegen(**codegen)
     except ScheduleError as e:

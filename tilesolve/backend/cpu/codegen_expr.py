@@ -84,6 +84,8 @@ def _mangle(ty: ir.Type) -> str:
 class ExprEmitter(LaneEmitter):
     """Mixin: ``emit(expr)`` -> scalar ir.Value, vector ir.Value, Ramp or Guarded."""
 
+    fp_flags: tuple = ()      # LLVM fast-math flags of float add/sub/mul (fma: "contract")
+
     # -- helpers ---------------------------------------------------------------------
     def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -435,7 +437,7 @@ def _ll_logic(em, op, t, a, b, flags=()):
 def _ll_ring(em, op, t, a, b, flags=()):
     bld = em.b
     if t.is_float():
-        return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul}[op](a, b)
+        return {"add": bld.fadd, "sub": bld.fsub, "mul": bld.fmul}[op](a, b, flags=em.fp_flags)
     return {"add": bld.add, "sub": bld.sub, "mul": bld.mul}[op](a, b, flags=flags)
 
 

@@ -72,13 +72,19 @@ def _defaults(pipeline) -> dict:
     return {n: p.default for n, p in pipeline.params.items() if p.default is not None}
 
 
-def build_cuda(pipeline, schedule, spec=None, fmad: bool = False) -> CudaBuild:
+def _fmad(schedule, fmad: bool | None) -> bool:
+    """nvcc's ``--fmad``: ``fmad`` when given, else the schedule's ``fma`` option."""
+    return bool(schedule.codegen.get("fma", False)) if fmad is None else bool(fmad)
+
+
+def build_cuda(pipeline, schedule, spec=None, fmad: bool | None = None) -> CudaBuild:
     """Lower, generate and compile to a cubin for ``spec`` (no GPU needed), checking the
-    kernels against the spec's limits."""
+    kernels against the spec's limits (``fmad``: contract to FMA; None: the schedule's
+    ``set_codegen(fma=...)``, off by default)."""
     spec = _gpu_spec(spec)
     program = generate(lower_cuda(pipeline, schedule))
     check_program(program, spec)
-    return build_program(program, spec, _defaults(pipeline), fmad)
+    return build_program(program, spec, _defaults(pipeline), _fmad(schedule, fmad))
 
 
 def build_program(program: CudaProgram, spec, defaults: dict | None = None,
@@ -90,7 +96,7 @@ def build_program(program: CudaProgram, spec, defaults: dict | None = None,
     return CudaBuild(program, res.binary, arch_of(spec), res.kernels, dict(defaults or {}))
 
 
-def compile_cuda(pipeline, schedule, spec=None, fmad: bool = False):
+def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None):
     """``ts.compile`` for target "cuda": a ``runtime.CudaPipeline`` ready to ``realize``.
 
     Raises ``runtime.CudaUnavailableError`` (a TilesolveError) when pycuda or a GPU
@@ -108,7 +114,7 @@ def compile_cuda(pipeline, schedule, spec=None, fmad: bool = False):
             f"and an NVIDIA GPU, and here {reason}. Without a GPU, "
             "tilesolve.backend.cuda.build_cuda() still generates and compiles the kernels (nvcc) "
             "and emulate_cuda() runs them on the CPU.")
-    build = build_program(program, spec, _defaults(pipeline), fmad)
+    build = build_program(program, spec, _defaults(pipeline), _fmad(schedule, fmad))
     return CudaPipeline(build.program, build.cubin, spec, build.defaults, pipeline)
 
 
