@@ -171,6 +171,31 @@ def test_a_root_update_over_few_channels_is_cut_into_more_tasks():
         np.testing.assert_allclose(got, ts.reference.realize(pipe, size, input=a), rtol=1e-6)
 
 
+def test_a_root_histogram_of_rows_is_parallel_over_its_row_vectors():
+    """``h[bin(in[r, y]), y] += 1`` has one pure dimension, ``y``: at root its
+    update is vectorized over y and parallel over those vectors (the model prices
+    a root group parallel over its rows); too few vectors stay serial."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.uint8, 2, "input")
+    r = ts.RDom((0, inp.width()), name="r")
+    h = ts.Func("hist_rows")
+    h[x, y] = 0
+    h[ts.cast(ts.int32, inp[r.x, y]) // 16, y] += 1
+    pipe = ts.Pipeline(h)
+    spec = dataclasses.replace(load_spec("host"), cores=2, threads=2)
+    s = ts.solve_schedule(pipe, spec, {"hist_rows": [16, 1024], "input": [640, 1024]},
+                          method="greedy")
+    assert "s[hist_rows].update(0).vectorize(y, 16).parallel(y)" in str(s), str(s)
+    few = ts.solve_schedule(pipe, spec, {"hist_rows": [16, 48], "input": [640, 48]},
+                            method="greedy")
+    assert "update(0).vectorize(y, 16)\n" in str(few) + "\n", str(few)
+    rng = np.random.default_rng(6)
+    for size in ([16, 1024], [16, 37], [16, 1]):
+        a = rng.integers(0, 256, (size[1], 300), dtype=np.uint8)
+        got = ts.compile(pipe, s).realize(size, input=a)
+        np.testing.assert_array_equal(got, ts.reference.realize(pipe, size, input=a))
+
+
 def test_l1_term_prices_fused_buffers_beyond_l1():
     m = _blur()
     g = Group("blur_y", frozenset({"blur_x", "blur_y"}))

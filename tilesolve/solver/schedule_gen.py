@@ -53,7 +53,7 @@ def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0)
     (``register_block``; ``extents``: the region the updates run over, per
     dimension: the member's per-tile region, or the whole region at root),
     else the innermost pure dimension vectorized and, at root, the outermost
-    parallel."""
+    parallel (the vectors of the only one, ``_parallel_vectors``)."""
     f = problem.func(name)
     region = problem.regions[name]
     if extents is None:
@@ -76,6 +76,18 @@ def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0)
         _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
         if root and len(pure) > 1:
             _try(h.parallel, pure[-1])
+        elif root:
+            _parallel_vectors(problem, h, name, pure[0], extents[idx])
+
+
+def _parallel_vectors(problem, h, name, var, extent) -> None:
+    """A root update with one pure dimension (a histogram's rows: ``h[bin(r), y]``)
+    is parallel over that dimension's vectors when there are at least two per
+    worker: each vector writes its own points."""
+    from .cost_terms import workers
+    lanes = max(1, _lanes(problem, name))
+    if extent >= lanes and extent // lanes >= 2 * workers(problem.spec):
+        _try(h.parallel, var)
 
 
 def _parallel_root_update(problem, s, name, i, pure, extents) -> bool:
