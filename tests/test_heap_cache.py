@@ -171,3 +171,29 @@ def test_pipelines_reusing_a_cached_block_equal_the_reference(cache):
         assert cache.held_bytes() >= 702 * 601 * 4
     assert ts.release_memory() >= 702 * 601 * 4
     assert cache.held_bytes() == 0
+
+
+def test_glibc_thresholds_are_fixed_unless_the_environment_rules(cache):
+    """Per-tile buffers under the cache's size come from glibc's arenas: install()
+    fixes its mmap and trim thresholds, unless turned off or set by the user."""
+    if heap._libc() is None:
+        pytest.skip("no glibc mallopt in this process (not glibc)")
+    assert heap.tune_malloc({}) is True
+    assert heap.tune_malloc({"TILESOLVE_MALLOC_TUNING": "0"}) is False
+    assert heap.tune_malloc({"MALLOC_MMAP_THRESHOLD_": "131072"}) is False
+    assert heap.tune_malloc({"MALLOC_TRIM_THRESHOLD_": "1"}) is False
+    # blocks under the mmap threshold are reused from the arena: freeing and taking
+    # one of 256 KB again faults no new pages in
+    import resource
+    libc = heap._libc()
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    p = libc.malloc(256 << 10)
+    ctypes.memset(p, 1, 256 << 10)
+    libc.free(p)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        q = libc.malloc(256 << 10)
+        ctypes.memset(q, 2, 256 << 10)
+        libc.free(q)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 20
