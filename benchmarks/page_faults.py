@@ -1,10 +1,16 @@
 """Page faults a run, and time, for an app's solved schedule: tilesolve's compile with and
 without the early release of buffers (``lower/free.py``), without the runtime's heap
-cache (``backend/cpu/heap.py``, ``TILESOLVE_HEAP_CACHE_MB=0``), and Halide's compile of
-the same schedule.
+cache (``backend/cpu/heap.py``, ``TILESOLVE_HEAP_CACHE_MB=0``), without its fixed glibc
+thresholds (``TILESOLVE_MALLOC_TUNING=0``), and Halide's compile of the same schedule.
 
     python benchmarks/page_faults.py [--apps stencil_chain,max_filter] [--method ilp]
                                      [--runs 10] [--size paper|small]
+                                     [--builds no-mallopt,tilesolve] [--processes 3]
+
+With ``--processes K`` each build runs in K processes and the cells give the range of
+faults and of times over them (glibc without fixed thresholds runs some builds in one of
+two modes from one process to the next: stop 26, ``--apps unsharp,harris --builds
+no-mallopt,tilesolve --processes 3``).
 
 Each (app, build) runs in a process of its own, since the allocator's state (what glibc
 keeps and what it hands back to the kernel) belongs to the process: three warm-up runs,
@@ -17,12 +23,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import resource
 import subprocess
 import sys
 import time
 
-BUILDS = ("no-free", "no-cache", "tilesolve", "halide")
+BUILDS = ("no-free", "no-cache", "no-mallopt", "tilesolve", "halide")
 
 
 def _one(app_name: str, method: str, build: str, runs: int, size: str) -> dict:
@@ -68,25 +75,41 @@ def main(argv=None) -> int:
     p.add_argument("--method", default="greedy")
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--size", choices=("paper", "small"), default="paper")
+    p.add_argument("--builds", default=",".join(BUILDS))
+    p.add_argument("--processes", type=int, default=1)
     p.add_argument("--one", nargs=2, metavar=("APP", "BUILD"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    builds = args.builds.split(",")
+    unknown = sorted(set(builds) - set(BUILDS))
+    if unknown:
+        p.error(f"unknown build {unknown[0]!r} (known: {', '.join(BUILDS)})")
     if args.one:
         print(json.dumps(_one(args.one[0], args.method, args.one[1], args.runs, args.size)))
         return 0
-    print(f"{'app':16s} {'method':7s} " + "  ".join(f"{b + ' faults/run':>20s} {'ms':>7s}"
-                                                 for b in BUILDS))
+    print(f"{'app':16s} {'method':7s} " + "  ".join(f"{b + ' faults/run':>22s} {'ms':>13s}"
+                                                 for b in builds))
     for app in args.apps.split(","):
         cells = []
-        for build in BUILDS:
-            cmd = [sys.executable, __file__, "--one", app, build, "--method", args.method,
-                   "--runs", str(args.runs), "--size", args.size]
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode != 0:
-                cells.append(f"{'failed':>20s} {'':>7s}")
-                sys.stderr.write(res.stderr[-2000:])
+        for build in builds:
+            env = dict(os.environ)
+            if build == "no-mallopt":
+                env["TILESOLVE_MALLOC_TUNING"] = "0"
+            got = []
+            for _ in range(args.processes):
+                cmd = [sys.executable, __file__, "--one", app, build, "--method", args.method,
+                       "--runs", str(args.runs), "--size", args.size]
+                res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if res.returncode != 0:
+                    sys.stderr.write(res.stderr[-2000:])
+                    continue
+                got.append(json.loads(res.stdout.strip().splitlines()[-1]))
+            if not got:
+                cells.append(f"{'failed':>22s} {'':>13s}")
                 continue
-            r = json.loads(res.stdout.strip().splitlines()[-1])
-            cells.append(f"{r['faults_per_run']:20.1f} {r['ms']:7.1f}")
+            f = sorted(r["faults_per_run"] for r in got)
+            ms = sorted(r["ms"] for r in got)
+            cells.append(f"{f'{f[0]:.0f}-{f[-1]:.0f}' if len(f) > 1 else f'{f[0]:.1f}':>22s} "
+                         f"{f'{ms[0]:.1f}-{ms[-1]:.1f}' if len(ms) > 1 else f'{ms[0]:.1f}':>13s}")
         print(f"{app:16s} {args.method:7s} " + "  ".join(cells), flush=True)
     return 0
 
