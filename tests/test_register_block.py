@@ -36,14 +36,16 @@ def test_solver_blocks_the_reduction_and_it_matches_the_reference(app, func, spe
     names = [v for _, v in reorder.args]
     rvars = [n for n in names if n.startswith("r.") or n.startswith("r_x_k")]
     # the register block innermost, the RDom outside it, the blocks outside the RDom
-    # (matmul's K = 2048 is K-blocked: the panel loop r_x_ko outside every block loop)
-    assert names[:2] == ["x_r", "y_r"] and names.index(rvars[0]) == 2
+    # (matmul's K = 2048 is K-blocked: the panel loop r_x_ko outside every block loop);
+    # conv's rows are output channels (``_row_score``: one input vector a step, shared)
+    row = "y" if app == "matmul" else "z"
+    assert names[:2] == ["x_r", f"{row}_r"] and names.index(rvars[0]) == 2
     inner = [n for n in rvars if not n.endswith("_ko")]
     assert names.index("x_b") > names.index(inner[-1])
     assert (names[-1] == "r_x_ko") == (app == "matmul")
     # nb vectors x by rows of accumulators fit the vector registers
     split_x = next(d for d in ds if d.method == "split" and d.args[0][1] == "x")
-    split_y = next(d for d in ds if d.method == "split" and d.args[0][1] == "y")
+    split_y = next(d for d in ds if d.method == "split" and d.args[0][1] == row)
     spec_ = load_spec(spec)
     lanes = spec_.vector_lanes(4)
     nb, by = split_x.args[3][1] // lanes, split_y.args[3][1]
@@ -92,6 +94,30 @@ def test_long_single_rvar_reductions_are_k_blocked():
     assert k_block(one, 2048) == K_BLOCK
     assert k_block(one, K_BLOCK * K_BLOCK_MIN_STEPS - 1) == 0
     assert k_block(two, 4096) == 0           # RVars of one RDom keep their nesting
+
+
+def test_the_row_var_is_the_one_whose_loads_are_cheapest():
+    """Blocking rows shares the loads that do not depend on them.  conv's input is
+    read at ``x + r.x`` (a split vector load): blocked over output channels ``z``,
+    one input vector serves the block and the filter's values are broadcast; over
+    ``y`` every accumulator loads its own split vector.  matmul has one choice."""
+    from tilesolve.solver.problem import Problem
+    conv, est = get_app("conv_layer").build()
+    p = Problem(conv, load_spec("host"), est)
+    blk = p.stage_info["conv"][1][0].block
+    assert (blk.y, blk.others) == ("z", ("y", "n"))
+    assert sorted(blk.load_classes) == [(False, True), (True, False)]
+    mm, est = get_app("matmul").build()
+    assert Problem(mm, load_spec("host"), est).stage_info["prod"][1][0].block.y == "y"
+    # a tie keeps the first pure Var after x
+    x, y, z = ts.Var("x"), ts.Var("y"), ts.Var("z")
+    a = ts.ImageParam(ts.float32, 3, "a")
+    r = ts.RDom((0, 8), name="r")
+    f = ts.Func("f")
+    f[x, y, z] = 0.0
+    f[x, y, z] += a[x, r.x, z] * a[x, y, r.x]
+    p = Problem(ts.Pipeline(f), load_spec("host"), {"f": [64, 64, 64], "a": [64, 64, 64]})
+    assert p.stage_info["f"][1][0].block.y == "y"
 
 
 def test_the_rdom_unroll_keeps_hoisted_operands_within_the_registers():
