@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
-import time
 
 import numpy as np
+from _rounds import fastest
 
 import tilesolve as ts
 from tilesolve.apps import get_app
@@ -50,13 +49,7 @@ def measure(name: str, method: str, rounds: int) -> str:
     runs = {"tile": lambda: tiled.realize(sizes, out=a, **inputs),
             "no tile": lambda: plain.realize(sizes, out=b, **inputs),
             "halide": lambda: hp.run(sizes)}
-    best = dict.fromkeys(runs, math.inf)
-    for _ in range(rounds):
-        for k, run in runs.items():
-            run()
-            t0 = time.perf_counter()
-            run()
-            best[k] = min(best[k], time.perf_counter() - t0)
+    best = fastest(runs, rounds)
     cells = "  ".join(f"{k} {v * 1e3:8.2f} ms" for k, v in best.items())
     return f"{name:12s} {method:6s} {cells}  tile / no tile {best['tile'] / best['no tile']:.3f}"
 

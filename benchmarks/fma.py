@@ -13,10 +13,9 @@ BLAS.
 from __future__ import annotations
 
 import argparse
-import math
-import time
 
 import numpy as np
+from _rounds import fastest
 
 import tilesolve as ts
 from tilesolve.apps import get_app
@@ -47,13 +46,7 @@ def measure(name: str, method: str, rounds: int, threads: int) -> str:
     for k, o in outs.items():
         if not np.allclose(o, outs["strict"], rtol=1e-4, atol=1e-3):
             raise SystemExit(f"{name} {method}: build {k!r} differs from the strict build")
-    best = dict.fromkeys(runs, math.inf)
-    for _ in range(rounds):
-        for k, run in runs.items():
-            run()
-            t0 = time.perf_counter()
-            run()
-            best[k] = min(best[k], time.perf_counter() - t0)
+    best = fastest(runs, rounds)
     cells = "  ".join(f"{k} {v * 1e3:7.1f}" for k, v in best.items())
     ratio = f"fma/strict {best['fma'] / best['strict']:.3f}"
     if "blas" in best:

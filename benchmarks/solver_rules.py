@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
-import time
 
 import numpy as np
+from _rounds import fastest
 
 import tilesolve as ts
 from tilesolve.apps import APPS, get_app
@@ -82,13 +81,8 @@ def measure(rule: str, name: str, method: str, rounds: int) -> str:
     outs = {k: b.realize(sizes, **inputs) for k, b in builds.items()}
     if not np.allclose(outs["earlier"], outs["shipped"], rtol=1e-4, atol=1e-3):
         raise SystemExit(f"{name} {method}: the two builds differ")
-    best = dict.fromkeys(builds, math.inf)
-    for _ in range(rounds):
-        for k, b in builds.items():
-            b.realize(sizes, out=outs[k], **inputs)
-            t0 = time.perf_counter()
-            b.realize(sizes, out=outs[k], **inputs)
-            best[k] = min(best[k], time.perf_counter() - t0)
+    best = fastest({k: (lambda b=b, k=k: b.realize(sizes, out=outs[k], **inputs))
+                    for k, b in builds.items()}, rounds)
     return (f"{name:16s} {method:6s} earlier {best['earlier'] * 1e3:8.2f} ms  shipped "
             f"{best['shipped'] * 1e3:8.2f} ms  ratio {best['shipped'] / best['earlier']:.3f}")
 
