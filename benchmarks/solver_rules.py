@@ -1,9 +1,9 @@
 """A solver rule on and off: each app's solved schedule with the rule as shipped and
 with the rule's earlier form, compiled and timed in one process.
 
-    python benchmarks/solver_rules.py --rule rdom-unroll|row-var|row-histograms
+    python benchmarks/solver_rules.py --rule rdom-unroll|row-var|row-histograms|k-panel-order
                                       [--apps matmul,conv_layer] [--methods greedy,ilp]
-                                      [--rounds 7]
+                                      [--rounds 7] [--sizes 4096,1024 --param k=2048]
 
 Rules (stop 26; the earlier form in brackets):
 
@@ -13,7 +13,12 @@ Rules (stop 26; the earlier form in brackets):
 * ``row-var``: ``register_block._row_score`` picks the register block's row Var by the
   L1 accesses a step [the first pure Var after x];
 * ``row-histograms``: ``schedule_gen._parallel_vectors`` runs a root update with one
-  pure dimension in parallel over its vectors [serial].
+  pure dimension in parallel over its vectors [serial];
+* ``k-panel-order``: ``register_block.x_inside`` puts a K-blocked update's x block
+  loop inside its row block loop when the x panel fits in half the L2 [rows inside].
+
+``--sizes`` (with ``--param NAME=INT`` for the app's build parameters) replaces the
+paper size; the estimates are those sizes.
 
 Apps whose schedules the rule does not change are reported as such.  Otherwise the two
 builds are checked equal (``allclose``) and timed in interleaved rounds, each build run
@@ -45,6 +50,8 @@ RULES = {
     "row-var": ("tilesolve.solver.register_block", "_row_score", lambda calls, x, row: 0.0),
     "row-histograms": ("tilesolve.solver.schedule_gen", "_parallel_vectors",
                        lambda *args, **kwargs: None),
+    "k-panel-order": ("tilesolve.solver.register_block", "x_inside",
+                      lambda *args, **kwargs: False),
 }
 
 
@@ -67,11 +74,16 @@ def _body(schedule) -> str:
     return str(schedule).split("\n", 2)[2]      # without the solver's header lines
 
 
-def measure(rule: str, name: str, method: str, rounds: int) -> str:
+def measure(rule: str, name: str, method: str, rounds: int, sizes=None, params=None) -> str:
     app = get_app(name)
-    sizes = list(app.PAPER_SIZE)
-    pipe, est = app.build(sizes)
-    inputs = app.make_inputs(sizes, seed=0)
+    params = dict(params or {})
+    sizes = list(sizes or app.PAPER_SIZE)
+    pipe, est = app.build(sizes, **params)
+    inputs = app.make_inputs(sizes, seed=0, **params)
+    if sizes != list(app.PAPER_SIZE) or params:      # estimates at the sizes asked for
+        est = {**{o: list(sizes) for o in pipe.output_names},
+               **{n: list(reversed(a.shape)) for n, a in inputs.items()
+                  if isinstance(a, np.ndarray)}}
     with earlier(rule):
         old = ts.solve_schedule(pipe, "host", estimates=est, method=method)
     new = ts.solve_schedule(pipe, "host", estimates=est, method=method)
@@ -93,10 +105,17 @@ def main(argv=None) -> None:
     ap.add_argument("--apps", default=",".join(APPS))
     ap.add_argument("--methods", default="greedy")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--sizes", help="output sizes, innermost first (default: the paper's)")
+    ap.add_argument("--param", action="append", default=[], metavar="NAME=INT")
     args = ap.parse_args(argv)
+    sizes = [int(v) for v in args.sizes.split(",")] if args.sizes else None
+    params = {}
+    for item in args.param:
+        key, _, value = item.partition("=")
+        params[key] = int(value)
     for name in args.apps.split(","):
         for method in args.methods.split(","):
-            print(measure(args.rule, name, method, args.rounds), flush=True)
+            print(measure(args.rule, name, method, args.rounds, sizes, params), flush=True)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,32 @@ def test_the_solvers_matmul_unroll_fits_the_registers(spec):
     assert ur == 1 or nb * by + ur * per <= regs, str(s)
 
 
+def test_k_panel_block_order_follows_the_l2():
+    """Within a K panel the x block loop goes inside the row block loop when the x
+    operand's panel fits in half the L2 (then the row blocks are parallel)."""
+    from tilesolve.solver.register_block import K_BLOCK, x_inside
+    l2 = 2 << 20
+    assert x_inside(K_BLOCK, 2048, 2048, 4, l2)           # 1 MB panel
+    assert not x_inside(K_BLOCK, 4096, 1024, 4, l2)       # 2 MB: rows inside
+    spec = load_spec("host")
+    l2_host = [c.size_bytes for c in spec.caches if c.level == 2]
+    mod = get_app("matmul")
+    pipe, est = mod.build([256, 256], k=512)
+    for width in (1024, 1 << 16):
+        s = ts.solve_schedule(pipe, spec, {**est, "output": [width, 2048], "A": [512, 2048],
+                                           "B": [width, 512]}, method="greedy")
+        reorder = next(d for d in _blocked_updates(s, "prod") if d.method == "reorder")
+        names = [v for _, v in reorder.args]
+        par = [d.args[0][1] for d in _blocked_updates(s, "prod") if d.method == "parallel"]
+        fits = K_BLOCK * width * 4 <= (l2_host[0] if l2_host else spec.tile_cache_bytes) / 2
+        assert (names.index("x_b") < names.index("y_b")) == fits, str(s)
+        assert par == (["y_b"] if fits else ["x_b"]), str(s)
+    inputs = mod.make_inputs([256, 256], seed=2, k=512)
+    got = ts.compile(pipe, s).realize([256, 256], **inputs)
+    want = np.asarray(inputs["A"], np.float64) @ np.asarray(inputs["B"], np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("k", [512, 700])
 def test_a_k_blocked_matmul_matches_numpy(k):
     """K = 512 splits evenly into panels of 128; 700 leaves a partial last panel."""

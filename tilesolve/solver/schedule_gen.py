@@ -163,7 +163,7 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     shape when not ``info.block``'s); False if it would not."""
     from .cost import CACHED_LOAD_OPS
     from .cost_terms import block_choice, lane_utilization, vector_registers
-    from .register_block import emit
+    from .register_block import emit, k_block, x_inside
     lanes = _lanes(problem, name)
     blk = blk or info.block
     util = float(lane_utilization(extents[info.vector_dim], lanes))
@@ -175,9 +175,15 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
         return False
     trial = s.copy()
     regs = vector_registers(problem.spec)
-    if not emit(trial[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try, regs):
+    kb = k_block(blk, info.inner_extent)
+    l2 = [c.size_bytes for c in problem.spec.caches if c.level == 2]
+    x_in = bool(kb) and blk.y is not None and x_inside(
+        kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name),
+        float(l2[0] if l2 else problem.spec.tile_cache_bytes))
+    args = (blk, nb, by, lanes, info.inner_extent, root, _try, regs, x_in)
+    if not emit(trial[name].update(i), *args):
         return False
-    emit(s[name].update(i), blk, nb, by, lanes, info.inner_extent, root, _try, regs)
+    emit(s[name].update(i), *args)
     return True
 
 
