@@ -107,6 +107,9 @@ def test_the_row_var_is_the_one_whose_loads_are_cheapest():
     blk = p.stage_info["conv"][1][0].block
     assert (blk.y, blk.others) == ("z", ("y", "n"))
     assert sorted(blk.load_classes) == [(False, True), (True, False)]
+    # 4 output channels are too few rows for a block: rows of y then
+    few, est4 = get_app("conv_layer").build([128, 128, 4, 4])
+    assert Problem(few, load_spec("host"), est4).stage_info["conv"][1][0].block.y == "y"
     mm, est = get_app("matmul").build()
     assert Problem(mm, load_spec("host"), est).stage_info["prod"][1][0].block.y == "y"
     # a tie keeps the first pure Var after x

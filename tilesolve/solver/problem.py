@@ -179,7 +179,9 @@ class Problem:
                 ups.append(UpdateInfo(ops, loads, rpts, tuple(dims), dims[0] if dims else None,
                                       dims[-1] if len(dims) > 1 else None,
                                       n_inner,
-                                      block_info(self.func(n), d, pure, chain, loop_ops),
+                                      block_info(self.func(n), d, pure, chain, loop_ops, {
+                                          v: hi - lo + 1 for v, (lo, hi) in
+                                          zip(pure, self.regions.get(n, ()))}),
                                       len(selfs), in_place, d.rdom is not None, chain))
             out[n] = (self.point_costs[n][0], tuple(ups))
         return out

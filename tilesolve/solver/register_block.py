@@ -175,10 +175,11 @@ def x_only(blk: BlockInfo, x: str | None = None) -> BlockInfo:
 
 
 def block_info(func, d, pure: list, chain: tuple = (0.0, 0.0),
-               loop_ops: float = 1.0) -> BlockInfo | None:
+               loop_ops: float = 1.0, extents: dict | None = None) -> BlockInfo | None:
     """The BlockInfo of update ``d`` of ``func`` (inlined definitions), or None;
     ``chain`` is its ``accumulation_chain``, ``loop_ops`` its RDom loop's cost a
-    step in the default order."""
+    step in the default order; ``extents``: pure Var -> its points, where known (a
+    Var of fewer points than ``ROW_SCORE_BLOCK``'s rows is no row candidate)."""
     if d.rdom is None or not d.args:
         return None
     if not all(isinstance(a, E.Var) and a.name in pure for a in d.args):
@@ -190,7 +191,9 @@ def block_info(func, d, pure: list, chain: tuple = (0.0, 0.0),
         if isinstance(n, E.Call) and n.target.name == func.name and tuple(n.args) != tuple(d.args):
             return None                  # reads another point of itself: a scan
     calls = [n for n in _operand_calls(d.value) if n.target.name != func.name]
-    y = min(names[1:], key=lambda r: _row_score(calls, names[0], r)) if len(names) > 1 else None
+    rows = [r for r in names[1:] if extents is None or extents.get(r, ROW_SCORE_BLOCK[1])
+            >= ROW_SCORE_BLOCK[1]] or names[1:2]
+    y = min(rows, key=lambda r: _row_score(calls, names[0], r)) if len(names) > 1 else None
     classes = [(dx, dy) for dx, dy, _ in _load_classes(calls, names[0], y)]
     info = BlockInfo(names[0], y, pure.index(names[0]),
                      pure.index(y) if y is not None else None,
