@@ -98,6 +98,39 @@ def test_neighbours_and_variants_of_a_solver_answer():
     assert "s.set_codegen(unroll_threshold=100)" in str(unrolled.schedule)
 
 
+def test_the_k_blocked_update_gets_its_other_block_order_as_a_variant():
+    """matmul's K-blocked update: ``korder(greedy)`` trades the places of its two block
+    loops (and of its parallel loop); the model does not price the order, the
+    measurement decides.  Both orders equal numpy's product."""
+    mod = get_app("matmul")
+    sizes = [40, 24]
+    pipe, est = mod.build(sizes, k=512)
+    est = {**est, "output": [2048, 2048], "A": [512, 2048], "B": [2048, 512]}
+    g = Gatherer(Problem(pipe, ts.load_spec("host"), est))
+    base = g.greedy()
+    g.variants(base)
+    other = g.by_source("korder(greedy)")
+    assert other is not None and other.predicted_cost is None
+
+    def order(s):
+        text = str(s)
+        m = re.search(r"reorder\(x_r, y_r, r_x_ki, (\w+), (\w+), r_x_ko\)", text)
+        par = re.search(r"update\(0\).*\.parallel\((\w+)\)", text)
+        return m.groups(), par.group(1)
+    (a, b), par = order(base.schedule)
+    assert par == b and order(other.schedule) == ((b, a), a)
+    inputs = mod.make_inputs(sizes, seed=4, k=512)
+    want = np.asarray(inputs["A"], np.float64) @ np.asarray(inputs["B"], np.float64)
+    for s in (base.schedule, other.schedule):
+        np.testing.assert_allclose(ts.compile(pipe, s).realize(sizes, **inputs), want,
+                                   rtol=1e-4, atol=1e-3)
+    conv, cest = get_app("conv_layer").build()
+    gc = Gatherer(Problem(conv, ts.load_spec("host"), cest))
+    cbase = gc.greedy()
+    gc.variants(cbase)
+    assert gc.by_source("korder(greedy)") is None          # no K-blocked update there
+
+
 def test_reblock_variants_of_a_convolution_compile_and_match_the_reference():
     """conv_layer's register-blocked update, re-blocked as one vector by 8, 12 or 16 points
     of another pure dimension (the output channels: what measured fastest on the

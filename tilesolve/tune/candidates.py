@@ -214,8 +214,9 @@ class Gatherer:
 
     def variants(self, base: Candidate) -> None:
         """Changes the cost model does not describe: no parallel loops; wider vectors;
-        LLVM's unroll threshold at ``UNROLL_VARIANT``; other register blocks of the
-        blocked updates (``_reblocked``)."""
+        LLVM's unroll threshold at ``UNROLL_VARIANT``; the other order of a K-blocked
+        update's block loops (``_k_order_swapped``; ``register_block.x_inside`` picks
+        one by the L2); other register blocks of the blocked updates (``_reblocked``)."""
         def serial(d):
             return None if d.method == "parallel" else d
 
@@ -229,6 +230,8 @@ class Gatherer:
         if "unroll_threshold" not in base.schedule.codegen:
             made.append((f"unroll{UNROLL_VARIANT}({base.source})",
                          base.schedule.copy().set_codegen(unroll_threshold=UNROLL_VARIANT)))
+        made.append((f"korder({base.source})", _rewritten(base.schedule, _k_order_swapped(
+            base.schedule))))
         for func, stage in _blocked_stages(base.schedule):
             blk = self.problem.stage_info[func][1][stage - 1].block
             if blk is None:
@@ -258,6 +261,27 @@ UNROLL_VARIANT = 100
 """LLVM's unroll threshold of the ``unroll100`` variant (LLVM's own: 300): across the
 solvers' schedules of the 15 apps it ran from 0.87x to 1.07x of the default's time
 (``benchmarks/unroll_threshold.py``), so it is measured, not predicted."""
+
+
+def _k_order_swapped(schedule):
+    """A ``_rewritten`` change: in each K-blocked update (a split into ``*_ko`` and
+    ``*_ki``), the two block loops ``x_b`` and ``y_b`` trade places in the reorder,
+    and its parallel loop moves with the outer one."""
+    swaps = {}
+    for d in schedule.directives:
+        if d.method == "reorder" and d.stage > 0:
+            names = [a[1] for a in d.args]
+            blocks = [n for n in names if str(n).endswith("_b")]
+            if any(str(n).endswith("_ko") for n in names) and len(blocks) == 2:
+                swaps[(d.func, d.stage)] = dict(zip(blocks, reversed(blocks)))
+
+    def change(d):
+        table = swaps.get((d.func, d.stage))
+        if table is None or d.method not in ("reorder", "parallel"):
+            return d
+        return replace(d, args=tuple((k, table.get(v, v)) if k == "var" else (k, v)
+                                     for k, v in d.args))
+    return change
 
 
 def _blocked_stages(schedule) -> list:
