@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 
 import numpy as np
 from _rounds import fastest
@@ -40,31 +41,26 @@ import tilesolve as ts
 from tilesolve.apps import APPS, get_app
 
 
-def _earlier_unroll(inner_extent, live=0, per_step=0, registers=None):
-    return _SHIPPED["rdom-unroll"](inner_extent)       # no register budget
-
-
-_SHIPPED: dict = {}
 RULES = {
-    # rule: (module, attribute, earlier form)
-    "rdom-unroll": ("tilesolve.solver.register_block", "rdom_unroll", _earlier_unroll),
-    "row-var": ("tilesolve.solver.register_block", "_row_score", lambda calls, x, row: 0.0),
+    # rule: (module, attribute, the earlier form made from the shipped one)
+    "rdom-unroll": ("tilesolve.solver.register_block", "rdom_unroll",
+                    lambda shipped: lambda inner_extent, *rest, **kw: shipped(inner_extent)),
+    "row-var": ("tilesolve.solver.register_block", "_row_score",
+                lambda shipped: lambda calls, x, row: 0.0),
     "row-histograms": ("tilesolve.solver.schedule_gen", "_parallel_vectors",
-                       lambda *args, **kwargs: None),
+                       lambda shipped: lambda *args, **kwargs: None),
     "k-panel-order": ("tilesolve.solver.register_block", "x_inside",
-                      lambda *args, **kwargs: False),
+                      lambda shipped: lambda *args, **kwargs: False),
 }
 
 
 @contextlib.contextmanager
 def earlier(rule: str):
     """The rule's earlier form in place of the shipped one, meanwhile."""
-    import importlib
-    mod_name, attr, old = RULES[rule]
+    mod_name, attr, make = RULES[rule]
     mod = importlib.import_module(mod_name)
     shipped = getattr(mod, attr)
-    _SHIPPED[rule] = shipped
-    setattr(mod, attr, old)
+    setattr(mod, attr, make(shipped))
     try:
         yield
     finally:

@@ -25,8 +25,8 @@ from ..analysis.footprint import MenuFacts, box_extents
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
 from .cost_terms import (L2_WORD_OPS, STREAM_MISS_LOADS, block_choice, intermediate_words,
-                         l1_miss_fraction, lane_utilization, stream_words, tile_tasks,
-                         tile_terms, tiled_stage, wave_imbalance, workers)
+                         l1_miss_fraction, l2_bytes, lane_utilization, stream_words,
+                         tile_tasks, tile_terms, tiled_stage, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
 
@@ -124,8 +124,7 @@ def root_update_rereads(problem, output: str, skip: int = 0) -> float:
     members = frozenset({output})
     per_slab = float(np.asarray(input_words_per_tile(
         problem, MenuFacts(problem, output, [slab]).group(members))).reshape(-1)[0])
-    levels = [c.size_bytes for c in problem.spec.caches if c.level == 2]
-    l2 = float(levels[0] if levels else problem.spec.tile_cache_bytes)
+    l2 = l2_bytes(problem.spec)
     if per_slab * 4.0 <= l2:
         return 0.0
     whole = float(np.asarray(input_words_per_tile(

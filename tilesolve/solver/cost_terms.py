@@ -94,6 +94,12 @@ def vector_registers(spec) -> int:
     return 32 if (spec.vector_bits or 0) >= 512 else 16
 
 
+def l2_bytes(spec) -> float:
+    """One core's L2 in bytes (the spec's tile cache where it names no level 2)."""
+    levels = [c.size_bytes for c in spec.caches if c.level == 2]
+    return float(levels[0] if levels else spec.tile_cache_bytes)
+
+
 def workers(spec) -> int:
     return spec.threads or spec.cores or 1
 

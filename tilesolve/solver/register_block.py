@@ -229,11 +229,8 @@ def _row_score(calls, x: str, row: str) -> float:
     broadcast) instead of rows (a split input load per accumulator) ran 22.8 ms
     against 34.8 (greedy schedule, paper size, 2 threads, one process)."""
     nb, by = ROW_SCORE_BLOCK
-    total = 0.0
-    for dx, dy, split in _load_classes(calls, x, row):
-        n = nb * by if (dx and dy) else (nb if dx else (by if dy else 1))
-        total += n * (2 if split else 1)
-    return total
+    return float(sum(_step_loads(dx, dy, nb, by) * (2 if split else 1)
+                     for dx, dy, split in _load_classes(calls, x, row)))
 
 
 def _operand_calls(e) -> list:
@@ -276,10 +273,13 @@ def step_operands(blk: BlockInfo, nb: int, by: int) -> int:
     """Operand vectors one RDom step of an ``nb`` x ``by`` block loads: a load that
     depends on both blocked Vars once per accumulator, on one of them once per
     vector or row, on neither once."""
-    n = 0
-    for dx, dy in blk.load_classes:
-        n += nb * by if (dx and dy) else (nb if dx else (by if dy else 1))
-    return n
+    return sum(_step_loads(dx, dy, nb, by) for dx, dy in blk.load_classes)
+
+
+def _step_loads(dx: bool, dy: bool, nb: int, by: int) -> int:
+    """Loads of one operand in one RDom step of an ``nb`` x ``by`` block, by what it
+    depends on: both blocked Vars, x (once per vector), the row (once per row), neither."""
+    return nb * by if (dx and dy) else (nb if dx else (by if dy else 1))
 
 
 def candidates(registers: int) -> list:

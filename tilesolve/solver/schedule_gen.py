@@ -162,7 +162,7 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     """Register-block update ``i`` as the cost model would (``blk``: the block's
     shape when not ``info.block``'s); False if it would not."""
     from .cost import CACHED_LOAD_OPS
-    from .cost_terms import block_choice, lane_utilization, vector_registers
+    from .cost_terms import block_choice, l2_bytes, lane_utilization, vector_registers
     from .register_block import emit, k_block, x_inside
     lanes = _lanes(problem, name)
     blk = blk or info.block
@@ -176,10 +176,8 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     trial = s.copy()
     regs = vector_registers(problem.spec)
     kb = k_block(blk, info.inner_extent)
-    l2 = [c.size_bytes for c in problem.spec.caches if c.level == 2]
     x_in = bool(kb) and blk.y is not None and x_inside(
-        kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name),
-        float(l2[0] if l2 else problem.spec.tile_cache_bytes))
+        kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name), l2_bytes(problem.spec))
     args = (blk, nb, by, lanes, info.inner_extent, root, _try, regs, x_in)
     if not emit(trial[name].update(i), *args):
         return False

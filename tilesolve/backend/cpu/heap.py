@@ -46,6 +46,7 @@ or ``MALLOC_TRIM_THRESHOLD_``, when set, are left to rule, as is
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import threading
 
@@ -299,6 +300,7 @@ def install() -> None:
         _engine = engine
 
 
+@functools.lru_cache(maxsize=1)
 def _libc():
     try:
         libc = ctypes.CDLL(None)
