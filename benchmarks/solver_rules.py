@@ -1,7 +1,8 @@
 """A solver rule on and off: each app's solved schedule with the rule as shipped and
 with the rule's earlier form, compiled and timed in one process.
 
-    python benchmarks/solver_rules.py --rule rdom-unroll|row-var|row-histograms|k-panel-order
+    python benchmarks/solver_rules.py --rule rdom-unroll|row-var|row-histograms|k-panel-order|
+                                             strided-reads|scatters
                                       [--apps matmul,conv_layer] [--methods greedy,ilp]
                                       [--rounds 7] [--sizes 4096,1024 --param k=2048]
 
@@ -16,6 +17,13 @@ Rules (stop 26; the earlier form in brackets):
   pure dimension in parallel over its vectors [serial];
 * ``k-panel-order``: ``register_block.x_inside`` puts a K-blocked update's x block
   loop inside its row block loop when the x panel fits in half the L2 [rows inside].
+
+Rules (stop 27):
+
+* ``strided-reads``: ``cost_terms.strided_cost`` prices transposed reads [free];
+* ``scatters``: ``access.stage_accesses`` counts the lane-by-lane accesses besides
+  transposed reads; the lanes term prices scattered writes (``SCATTER_LANE_OPS``; a
+  gathered read is priced ``GATHER_LANE_OPS``, 0: see ``cost_terms``) [none counted].
 
 ``--sizes`` (with ``--param NAME=INT`` for the app's build parameters) replaces the
 paper size; the estimates are those sizes.
@@ -42,29 +50,36 @@ from tilesolve.apps import APPS, get_app
 
 
 RULES = {
-    # rule: (module, attribute, the earlier form made from the shipped one)
-    "rdom-unroll": ("tilesolve.solver.register_block", "rdom_unroll",
-                    lambda shipped: lambda inner_extent, *rest, **kw: shipped(inner_extent)),
-    "row-var": ("tilesolve.solver.register_block", "_row_score",
-                lambda shipped: lambda calls, x, row: 0.0),
-    "row-histograms": ("tilesolve.solver.schedule_gen", "_parallel_vectors",
-                       lambda shipped: lambda *args, **kwargs: None),
-    "k-panel-order": ("tilesolve.solver.register_block", "x_inside",
-                      lambda shipped: lambda *args, **kwargs: False),
+    # rule: [(module, attribute, the earlier form made from the shipped one), ...]
+    "rdom-unroll": [("tilesolve.solver.register_block", "rdom_unroll",
+                     lambda shipped: lambda inner_extent, *rest, **kw: shipped(inner_extent))],
+    "row-var": [("tilesolve.solver.register_block", "_row_score",
+                 lambda shipped: lambda calls, x, row: 0.0)],
+    "row-histograms": [("tilesolve.solver.schedule_gen", "_parallel_vectors",
+                        lambda shipped: lambda *args, **kwargs: None)],
+    "k-panel-order": [("tilesolve.solver.register_block", "x_inside",
+                       lambda shipped: lambda *args, **kwargs: False)],
+    "strided-reads": [("tilesolve.solver.cost_terms", "strided_cost",
+                       lambda shipped: lambda *args, **kwargs: 0.0)],
+    "scatters": [("tilesolve.solver.access", "stage_accesses",
+                 lambda shipped: lambda *args, **kwargs: (shipped(*args, **kwargs)[0], 0, 0))],
 }
 
 
 @contextlib.contextmanager
 def earlier(rule: str):
     """The rule's earlier form in place of the shipped one, meanwhile."""
-    mod_name, attr, make = RULES[rule]
-    mod = importlib.import_module(mod_name)
-    shipped = getattr(mod, attr)
-    setattr(mod, attr, make(shipped))
+    saved = []
+    for mod_name, attr, make in RULES[rule]:
+        mod = importlib.import_module(mod_name)
+        shipped = getattr(mod, attr)
+        saved.append((mod, attr, shipped))
+        setattr(mod, attr, make(shipped))
     try:
         yield
     finally:
-        setattr(mod, attr, shipped)
+        for mod, attr, shipped in saved:
+            setattr(mod, attr, shipped)
 
 
 def _body(schedule) -> str:

@@ -286,7 +286,8 @@ class CostModel:
         arith, lanes, regs, red = n * tt.arith, n * tt.lanes, n * tt.registers, n * tt.reduction
         out_words = words(p.region_points(group.output), p.bytes_per_point(group.output))
         fp = np.broadcast_to(footprint_bytes(p, group, gf), (k,))
-        l1 = n * L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
+        l1 = n * (L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
+                  + tt.strided)
         red_loads = untiled_reduction_loads(p, group)
         sweep = self._root_update_rereads(group)
         loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)

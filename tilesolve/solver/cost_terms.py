@@ -10,9 +10,13 @@ vectorized, perfectly parallel code):
   stage's innermost pure dimension by the spec's lanes for its type; a loop
   of extent ``e`` runs ``ceil(e / lanes)`` vectors (the last one shifted
   inward), so a stage costs ``1 / u`` of its arithmetic, with
-  ``u = e / (ceil(e / lanes) * lanes)``.  A short inner extent (a 3-wide
-  dimension, a tile plus a halo of 2) wastes lanes; an update with no pure
-  dimension to vectorize (a scan, a scatter) runs scalar (``u = 1 / lanes``).
+  ``u = e / (ceil(e / lanes) * lanes)``.  (A loop shorter than the lanes runs
+  scalar, yet pricing it so, ``u = 1 / lanes``, made the solvers unfuse
+  interpolate's small pyramid levels and run 1.5x slower; vectorizing such
+  loops at the widest power of two they hold ran no faster on the five apps
+  it changed.  The term keeps ``e / lanes`` for them.)  A short inner extent
+  (a 3-wide dimension, a tile plus a halo of 2) wastes lanes; an update with no
+  pure dimension to vectorize (a scan, a scatter) runs scalar (``u = 1 / lanes``).
 * ``parallel``: the last wave.  ``n`` equal tasks on ``w`` workers take
   ``ceil(n / w)`` waves, so the compute terms cost ``ceil(n / w) * w / n``
   times their work (a serial loop nest: ``w`` times).  Tasks are the tiles of
@@ -26,7 +30,8 @@ vectorized, perfectly parallel code):
   written over its whole tile region before its consumers read it back; when
   the tile's working set (``footprint_bytes``) exceeds the L1, the fraction
   ``1 - L1 / footprint`` of those words comes back from the next level, at
-  ``L2_WORD_OPS`` per word.  Deep fused chains and wide tiles pay it.
+  ``L2_WORD_OPS`` per word.  Deep fused chains and wide tiles pay it.  The
+  ``strided`` cost below (transposed reads) is reported as part of this term.
 * ``streams``: rows a tile touches in memory, beyond the prefetcher.  A
   tile of a group reads each outside buffer, and writes its output, row by
   row: each row of a buffer wider than the tile is a separate run of
@@ -64,6 +69,36 @@ vectorized, perfectly parallel code):
   chains and pays one loop iteration per block and unrolled RDom step; its
   arithmetic (with loads) and lanes reflect that.  The group output's update
   that is tiled with its group blocks its vector dimension only.
+* ``strided``: transposed reads (``Problem.accesses``, ``access.py``).  A read
+  whose index follows the stage's vectorized Var in a dimension other than the
+  callee's innermost loads each lane from its own place: a gather,
+  ``GATHER_LANE_OPS`` per point.  When the callee's stride is long (``FAR_STRIDE_BYTES`` or more:
+  no prefetcher follows it), each point of a sweep of the vectorized loop (the
+  stage's extent in that dimension: the tile, or at root the whole region; one
+  vector for an update whose RDom loop runs inside the vector loop) touches its
+  own cache line; the next sweep reads the neighbouring words of the
+  same lines, which are still in L1 only if the sweep's lines fit.  Past that,
+  an LRU cache swept cyclically loses nearly every line: the fraction
+  ``min(1, 2 (1 - L1 / (lines x line)))`` of the points bring a whole line back
+  from memory (``load_cost`` per word).  Measured on the development machine
+  (``python benchmarks/strided_term.py``, a transpose at 2 threads): at root,
+  sweeps of up to 768 lines (48 KB) cost 1.5 ns a point, 1024 lines 2.7 ns, 1536
+  lines and more 6-8 ns, for strides of 2 to 20 KB alike, against 0.5 ns for the
+  transpose computed in 64 x 64 tiles; a 1024-point sweep over a per-tile buffer
+  (a 64-byte stride) costs 0.4 ns more than a 256-point one, which the term
+  leaves out.  iir_blur's schedule that transposes at root ran 4x slower than
+  its tiled ones, which the model had priced alike.
+* scattered writes and gathered reads (``access.py``), in the ``lanes`` term.
+  An update that writes at a place computed from data varying across its lanes
+  (bilateral_grid's histogram) stores lane by lane: ``SCATTER_LANE_OPS`` a point.
+  Pricing it makes the solvers stop recomputing the histogram in every tile of
+  the output: bilateral_grid 0.84-0.85x (``python benchmarks/solver_rules.py
+  --rule scatters``).  Other gathered reads (long strides, divisions,
+  lane-varying lookups) are counted but priced ``GATHER_LANE_OPS`` = 0: priced
+  at 8, 24 or 64 operations a point they made the solvers fuse local_laplacian's
+  and lens_blur's pyramids otherwise, and those ran 1.03-1.38x and 1.07x
+  slower; the recompute of their groups is what the model prices too low, and
+  a cost added per point there tips the balance the wrong way.
 
 The constants are first estimates in operations (cycles of one issue slot),
 to be fitted by measurement; each term is reported separately in ``Cost``.
@@ -86,6 +121,9 @@ LOOP_SETUP_OPS = 4.0     # entering an RDom loop
 PREFETCH_STREAMS = 32.0  # rows of memory a core's prefetcher follows at once (fitted)
 STREAM_MISS_LOADS = 6.0  # extra cost of an unprefetched word, in loads from memory (fitted)
 STREAM_DETECT_BYTES = 512.0  # bytes of a cold run read before the prefetcher follows it
+GATHER_LANE_OPS = 0.0    # a gathered point (see ``scattered writes`` above: not priced yet)
+SCATTER_LANE_OPS = 64.0  # a scattered point: its lane extracted and stored alone
+FAR_STRIDE_BYTES = 1024.0  # a transposed read's stride no prefetcher follows
 
 
 def vector_registers(spec) -> int:
@@ -147,6 +185,32 @@ class TileTerms:
     reduction: np.ndarray
     root_updates: np.ndarray
     root_update_imbalance: np.ndarray
+    strided: np.ndarray
+
+
+def strided_cost(problem, gf, reads, pts, sweep):
+    """What the transposed ``reads`` (``Problem.accesses``: (callee, dim)) of a
+    stage cost over its ``pts`` points per tile, when its vectorized loop sweeps
+    ``sweep`` points (see ``strided`` in the module docstring).  A callee computed
+    in the group has its per-tile buffer; any other its whole region."""
+    spec = problem.spec
+    line = float(spec.caches[0].line_bytes) if spec.caches else 64.0
+    l1 = float(spec.cache_bytes(1))
+    total = 0.0
+    for callee, dim in reads:
+        box = gf.member_regions.get(callee)
+        if box is not None:
+            ext = [np.maximum(e, 1.0) for e in box_extents(box)]
+        else:
+            ext = [float(hi - lo + 1) for lo, hi in problem.regions[callee]]
+        stride = float(problem.bytes_per_point(callee))
+        for d in range(dim):
+            stride = stride * ext[d]
+        lines = np.maximum(sweep * line, 1.0)        # bytes of the lines one sweep touches
+        thrash = np.where(stride >= FAR_STRIDE_BYTES,
+                          np.clip(2.0 * (1.0 - l1 / lines), 0.0, 1.0), 0.0)
+        total = total + pts * (GATHER_LANE_OPS + spec.load_cost * line / 4.0 * thrash)
+    return total
 
 
 def _ext(box, d):
@@ -166,11 +230,17 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
     regs_avail = vector_registers(spec)
     zero = np.zeros(k)
     arith, lanes, regs, red, root_upd = zero.copy(), zero.copy(), zero.copy(), zero.copy(), zero.copy()
-    root_imb_work = zero.copy()
+    root_imb_work, strided = zero.copy(), zero.copy()
     w = workers(spec)
     for m, pts in gf.member_points.items():
         (ops, loads), updates = problem.stage_info[m]
         box = gf.member_regions[m]
+        access = problem.accesses[m]
+        transposed, gathers, scatters = access[0]
+        if transposed:
+            strided += strided_cost(problem, gf, transposed, pts, _ext(box, 0))
+        if gathers or scatters:
+            lanes += pts * (GATHER_LANE_OPS * gathers + SCATTER_LANE_OPS * scatters)
         L = spec.vector_lanes(problem.bytes_per_point(m))
         pure_arith = pts * (ops + cached_load_ops * loads)
         arith += pure_arith
@@ -207,11 +277,20 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
                 a = np.where(on, ba, a)
                 lane_u = np.where(on, ba * (1.0 / b_util - 1.0), lane_u)
                 red_u = np.where(on, pts_u * b_loop, red_u)
+            st_u = 0.0
+            transposed, gathers, scatters = access[i + 1]
+            if transposed:
+                # an RDom loop runs inside the vector loop: each sweep is one vector
+                sweep = float(L) if u.has_rdom else extent(u.vector_dim)
+                st_u = strided_cost(problem, gf, transposed, pts_u, sweep)
+                strided += st_u
+            if gathers or scatters:
+                lane_u = lane_u + pts_u * (GATHER_LANE_OPS * gathers + SCATTER_LANE_OPS * scatters)
             arith += a
             lanes += lane_u
             red += red_u
             if is_root:
-                work = a + lane_u + red_u
+                work = a + lane_u + red_u + st_u
                 root_upd += work
                 if u.parallel_dim is None:
                     tasks = 1
@@ -221,7 +300,7 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
                     k = root_update_chunks(extent(u.vector_dim), tasks, L, w)
                     tasks = tasks * k if blk is None else np.where(on, tasks, tasks * k)
                 root_imb_work += work * (wave_imbalance(tasks, w) - 1.0)
-    return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work)
+    return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work, strided)
 
 
 def rdom_loop_ops(inner_extent: int, rdom_points: int) -> float:

@@ -187,6 +187,25 @@ class Problem:
         return out
 
     @cached_property
+    def accesses(self) -> dict:
+        """Func -> per definition (the pure one first), ``(transposed, gathers)``: the
+        ``(callee, dim)`` of each transposed read and the count of other lane-by-lane
+        accesses per point, as vectorized by ``schedule_gen`` (``access.py``)."""
+        from ..analysis.footprint import rdom_scope
+        from .access import stage_accesses
+        out = {}
+        for n, defs in self.definitions.items():
+            pure = [v.name for v in self.func(n).pure.args]
+            ups = self.stage_info[n][1]
+            per_def = []
+            for i, d in enumerate(defs):
+                vd = 0 if i == 0 else ups[i - 1].vector_dim
+                var = pure[vd] if vd is not None and pure else None
+                per_def.append(stage_accesses(self, n, d, var, rdom_scope(self, d)))
+            out[n] = tuple(per_def)
+        return out
+
+    @cached_property
     def callees(self) -> dict:
         """Func -> names of non-inlined Funcs and inputs its definitions read."""
         out = {}
