@@ -31,7 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DEFAULT = HERE / "results" / "autotune_measurements_2026-11-24.json"
 MIN_POINTS = 5
-TERMS = ("arith", "lanes", "registers", "reduction", "l1", "loads", "stores", "parallel",
+TERMS = ("arith", "lanes", "registers", "reduction", "l1", "loads", "stores", "parallel", "streams",
          "overhead")
 
 

@@ -331,3 +331,21 @@ def test_a_scattered_histogram_is_not_recomputed_per_tile(monkeypatch):
     monkeypatch.setattr(access, "stage_accesses",
                         lambda *a, **k: shipped(*a, **k)[:1] + (0, 0))
     assert histogram_at() == "bilateral_grid"
+
+
+def test_an_update_shorter_than_the_lanes_is_priced_scalar(monkeypatch):
+    """iir_blur's output in tiles 8 rows high computes blur_cols_1 per tile over 8
+    columns: its column scans cannot fill 16 lanes and run scalar, each step waiting
+    on the one before (39.4 ms against 21.9 ms for 16 rows, stop 26's autotune).
+    Priced as 8 of 16 lanes, the two tilings were 9 % apart."""
+    from tilesolve.solver import cost_terms
+    pipe, est = get_app("iir_blur").build()
+    group = Group("output", frozenset({"output", "blur_cols_1"}))
+
+    def ratio():
+        m = CostModel(Problem(pipe, load_spec("host"), est))
+        return (m.cost(group, Tiling((1024, 8, None))).total
+                / m.cost(group, Tiling((1024, 16, None))).total)
+    assert ratio() > 1.5
+    monkeypatch.setattr(cost_terms, "update_lane_utilization", cost_terms.lane_utilization)
+    assert ratio() < 1.2
