@@ -89,7 +89,9 @@ def lane_pattern(index: E.Expr, var: str, env: dict) -> str:
 def stage_accesses(problem, name: str, d, vector_var: str | None, scope: dict):
     """(transposed, gathers, scatters) of one definition ``d`` of ``name`` vectorized
     along ``vector_var`` (None, or a region shorter than the lanes: scalar, nothing
-    goes lane by lane): the ``(callee, dim)`` of each distinct transposed read, the
+    goes lane by lane): the ``(callee, dim, inner)`` of each distinct transposed read
+    (``dim``: the callee's dimension the vectorized Var moves; ``inner``: the index of
+    the pure Var that moves the callee's innermost one, or None), the
     number of other gathered reads per point, and of scattered writes (0 or 1)."""
     if vector_var is None:
         return (), 0, 0
@@ -110,7 +112,9 @@ def stage_accesses(problem, name: str, d, vector_var: str | None, scope: dict):
         seen.add(key)
         dims = [k for k, a in enumerate(c.args) if follows(a, vector_var)]
         if c.target.name != name and dims and dims[0] > 0:
-            transposed[key] = (c.target.name, dims[0])
+            inner = next((i for i, v in enumerate(pure) if c.args and follows(c.args[0], v)),
+                         None)
+            transposed[key] = (c.target.name, dims[0], inner)
         elif any(_data_varying(a, vector_var) for a in c.args) or (
                 c.args and lane_pattern(c.args[0], vector_var, env) == "gather"):
             gathers += 1

@@ -83,7 +83,13 @@ vectorized, perfectly parallel code):
   same lines, which are still in L1 only if the sweep's lines fit.  Past that,
   an LRU cache swept cyclically loses nearly every line: the fraction
   ``min(1, 2 (1 - L1 / (lines x line)))`` of the points bring a whole line back
-  from memory (``load_cost`` per word).  Measured on the development machine
+  from memory (``load_cost`` per word beyond the point's own).  When the lines
+  fit, a tile still uses of each line only its extent in the dimension that
+  moves the callee's innermost (its height, for a transpose): a tile 1 row high
+  uses one word a line, and the next row's tile, a whole row of tiles later,
+  finds the line gone; the other words of the line are charged too (iir_blur's
+  output in 32 x 1 tiles over a transposed root buffer: 71.6 ms, 32 x 4: 39.7,
+  32 x 16: 35.7; 256 x 2: 52.0, 256 x 8: 38.7; the term ranks the five alike).  Measured on the development machine
   (``python benchmarks/strided_term.py``, a transpose at 2 threads): at root,
   sweeps of up to 768 lines (48 KB) cost 1.5 ns a point, 1024 lines 2.7 ns, 1536
   lines and more 6-8 ns, for strides of 2 to 20 KB alike, against 0.5 ns for the
@@ -198,28 +204,35 @@ class TileTerms:
     strided: np.ndarray
 
 
-def strided_cost(problem, gf, reads, pts, sweep):
-    """What the transposed ``reads`` (``Problem.accesses``: (callee, dim)) of a
+def strided_cost(problem, gf, reads, pts, sweep, extent):
+    """What the transposed ``reads`` (``Problem.accesses``: (callee, dim, inner)) of a
     stage cost over its ``pts`` points per tile, when its vectorized loop sweeps
-    ``sweep`` points (see ``strided`` in the module docstring).  A callee computed
-    in the group has its per-tile buffer; any other its whole region."""
+    ``sweep`` points and ``extent(d)`` is the stage's extent in its dimension ``d``
+    per tile (see ``strided`` in the module docstring).  A callee computed in the
+    group has its per-tile buffer; any other its whole region."""
     spec = problem.spec
     line = float(spec.caches[0].line_bytes) if spec.caches else 64.0
     l1 = float(spec.cache_bytes(1))
     total = 0.0
-    for callee, dim in reads:
+    for callee, dim, inner in reads:
         box = gf.member_regions.get(callee)
         if box is not None:
             ext = [np.maximum(e, 1.0) for e in box_extents(box)]
         else:
             ext = [float(hi - lo + 1) for lo, hi in problem.regions[callee]]
-        stride = float(problem.bytes_per_point(callee))
+        bpp = float(problem.bytes_per_point(callee))
+        stride = bpp
         for d in range(dim):
             stride = stride * ext[d]
+        far = stride >= FAR_STRIDE_BYTES
         lines = np.maximum(sweep * line, 1.0)        # bytes of the lines one sweep touches
-        thrash = np.where(stride >= FAR_STRIDE_BYTES,
-                          np.clip(2.0 * (1.0 - l1 / lines), 0.0, 1.0), 0.0)
-        total = total + pts * (GATHER_LANE_OPS + spec.load_cost * line / 4.0 * thrash)
+        thrash = np.where(far, np.clip(2.0 * (1.0 - l1 / lines), 0.0, 1.0), 0.0)
+        # the part of each line the sweeps of one tile use before moving on
+        used = 1.0 if inner is None else np.clip(
+            np.asarray(extent(inner), dtype=float) * bpp / line, bpp / line, 1.0)
+        extra = (thrash * (line - bpp) / 4.0
+                 + (1.0 - thrash) * np.where(far, bpp / 4.0 * (1.0 / used - 1.0), 0.0))
+        total = total + pts * (GATHER_LANE_OPS + spec.load_cost * extra)
     return total
 
 
@@ -248,7 +261,8 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
         access = problem.accesses[m]
         transposed, gathers, scatters = access[0]
         if transposed:
-            strided += strided_cost(problem, gf, transposed, pts, _ext(box, 0))
+            strided += strided_cost(problem, gf, transposed, pts, _ext(box, 0),
+                                    lambda d, b=box: _ext(b, d))
         if gathers or scatters:
             lanes += pts * (GATHER_LANE_OPS * gathers + SCATTER_LANE_OPS * scatters)
         L = spec.vector_lanes(problem.bytes_per_point(m))
@@ -293,7 +307,7 @@ def tile_terms(problem, group, gf, k: int, cached_load_ops: float) -> TileTerms:
             if transposed:
                 # an RDom loop runs inside the vector loop: each sweep is one vector
                 sweep = float(L) if u.has_rdom else extent(u.vector_dim)
-                st_u = strided_cost(problem, gf, transposed, pts_u, sweep)
+                st_u = strided_cost(problem, gf, transposed, pts_u, sweep, extent)
                 strided += st_u
             if gathers or scatters:
                 lane_u = lane_u + pts_u * (GATHER_LANE_OPS * gathers + SCATTER_LANE_OPS * scatters)
