@@ -9,7 +9,9 @@ between groups that differ by a member), and is what the solvers use:
 CPU specs follow Mullapudi 2016 (Listings 1-2) plus the terms of
 ``cost_terms.py`` (vector lanes, parallel waves, L1 and register pressure,
 reduction loops, memory rows beyond the prefetcher) and the memory loads of
-a tiled group output's reductions, which run at root (``root_update_rereads``); GPU specs follow Sioutas 2020
+a tiled group output's reductions, which run at root (``root_update_rereads``), and
+the page faults of a root buffer too large for the runtime's heap cache to keep
+(``first_touch_words``, in the stores); GPU specs follow Sioutas 2020
 (Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
 docstring says where it comes from.  Units: CPU costs are in arithmetic
 operations (a load from memory costs ``spec.load_cost`` of them); GPU costs
@@ -22,6 +24,7 @@ import math
 import numpy as np
 
 from ..analysis.footprint import MenuFacts, box_extents
+from ..heap_limit import limit_from_env
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
 from .cost_terms import (L2_WORD_OPS, STREAM_MISS_LOADS, block_choice, intermediate_words,
@@ -38,6 +41,13 @@ CACHED_LOAD_OPS = 1.0
 # term; without it, tilings that differ only in tile count tie, and a solver
 # may pick thousands of one-row tiles.  (About a few hundred cycles.)
 TILE_OVERHEAD_OPS = 200.0
+# A root buffer the runtime's heap cache cannot keep (over its limit, and over glibc's
+# 32 MB mmap threshold) is mapped afresh on every realize and faulted in page by page:
+# each word costs this many loads from memory more.  Measured: max_filter with its
+# 1.3 GB ``vert`` at root ran 434 ms under the default 1 GB cache and 222 ms with a
+# 4 GB one (212 ms for 1.3 GB: 6 GB/s, against 27.5 GB/s of memory bandwidth).
+FIRST_TOUCH_WORD_LOADS = 4.5
+MMAP_THRESHOLD_BYTES = 32 << 20
 
 
 def words(points, bytes_per_point: int):
@@ -133,6 +143,18 @@ def root_update_rereads(problem, output: str, skip: int = 0) -> float:
     return max(0.0, num_tiles(region, slab) * per_slab - whole)
 
 
+def first_touch_words(problem, group, limit: int) -> float:
+    """Words of the group output's root buffer faulted in on every realize: all of
+    them when the buffer is over the heap cache's byte ``limit`` and glibc's mmap
+    threshold (a pipeline output is the caller's buffer: none)."""
+    if problem.is_output(group.output):
+        return 0.0
+    nbytes = problem.region_points(group.output) * problem.bytes_per_point(group.output)
+    if nbytes <= max(limit, MMAP_THRESHOLD_BYTES):
+        return 0.0
+    return words(problem.region_points(group.output), problem.bytes_per_point(group.output))
+
+
 def footprint_bytes(problem, group, gf):
     """Bytes live per tile: member intermediates plus the inputs read
     (Mullapudi's group_tile_footprint), per tiling."""
@@ -213,6 +235,7 @@ class CostModel:
         self._off_menu: dict = {}
         self._sweeps: dict = {}
         self.evaluations = 0        # columns costed
+        self.heap_limit = limit_from_env()   # the runtime heap cache's (first_touch_words)
         self.greedy = None          # greedy_groups' answer on this model (memoized)
 
     # -- the solvers' interface ------------------------------------------------------
@@ -291,7 +314,8 @@ class CostModel:
         red_loads = untiled_reduction_loads(p, group)
         sweep = self._root_update_rereads(group)
         loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
-        stores = np.full(k, load_cost * out_words)
+        stores = np.full(k, load_cost * (out_words + FIRST_TOUCH_WORD_LOADS * first_touch_words(
+            p, group, self.heap_limit)))
         misses = np.where(untiled, 0.0,
                           n * load_cost * STREAM_MISS_LOADS * stream_words(p, group, gf))
         memory = np.maximum(loads + stores, 1.0)

@@ -53,6 +53,7 @@ import threading
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from ...heap_limit import DEFAULT_LIMIT_MB, default_limit, limit_from_env
 from .target import LLVM_LOCK, host_target
 
 __all__ = ["RT_ALLOC", "RT_FREE", "SLOTS", "MIN_CACHED_BYTES", "DEFAULT_LIMIT_MB",
@@ -64,7 +65,6 @@ RT_FREE = "ts_rt_free"
 SLOTS = 8                   # a power of two (the round-robin slot is a mask)
 MIN_CACHED_BYTES = 1 << 20
 HEADER = 64
-DEFAULT_LIMIT_MB = 1024
 MMAP_THRESHOLD = 32 << 20   # glibc's M_MMAP_THRESHOLD: larger blocks are mapped afresh
 TRIM_THRESHOLD = 64 << 20   # glibc's M_TRIM_THRESHOLD: free bytes an arena keeps at its top
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
@@ -77,31 +77,6 @@ I32 = ir.IntType(32)
 _lock = threading.Lock()
 _engine = None
 _calls: dict = {}
-
-
-def default_limit() -> int:
-    """``DEFAULT_LIMIT_MB``, or an eighth of the machine's memory where that is less."""
-    limit = DEFAULT_LIMIT_MB << 20
-    try:
-        limit = min(limit, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 8)
-    except (AttributeError, ValueError, OSError):
-        pass
-    return max(0, limit)
-
-
-def limit_from_env(environ=None) -> int:
-    """The cache's byte limit from ``TILESOLVE_HEAP_CACHE_MB`` (default: :func:`default_limit`)."""
-    environ = os.environ if environ is None else environ
-    raw = environ.get("TILESOLVE_HEAP_CACHE_MB", "").strip()
-    if not raw:
-        return default_limit()
-    try:
-        mb = int(raw)
-    except ValueError:
-        mb = -1
-    if mb < 0:
-        raise ValueError(f"TILESOLVE_HEAP_CACHE_MB must be a non-negative integer (MB), got {raw!r}")
-    return mb << 20
 
 
 def _build_module() -> ir.Module:
