@@ -20,6 +20,8 @@ Var, with the other Vars at the middle of their region.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..model import expr as E
 from ..model.evaluate import evaluate, extent_key
 from ..model.visit import walk
@@ -67,7 +69,6 @@ def lane_pattern(index: E.Expr, var: str, env: dict) -> str:
     """``'uniform'``, ``'dense'`` (a constant stride of 1 to ``DENSE_STRIDE_MAX``, or
     reversed), ``'halves'`` (``(x + c) / 2``) or
     ``'gather'``: how an index with no Call in it varies over the lanes of ``var``."""
-    import numpy as np
     if not follows(index, var):
         return "uniform"
     base = int(env[var])
