@@ -14,6 +14,7 @@ from tilesolve.apps import blur, get_app
 from tilesolve.errors import SolverError, TilesolveError
 from tilesolve.solver.problem import Problem
 from tilesolve.specs import load_spec
+from tilesolve.tune import autotune as tat
 from tilesolve.tune import db as tdb
 from tilesolve.tune import measure as tmeasure
 from tilesolve.tune.autotune import db_samples, spearman
@@ -41,12 +42,20 @@ def _record(res, source):
 def test_chosen_schedule_is_the_fastest_measured_and_correct(tuned):
     pipe, est, _, res = tuned
     ok = [r for r in res.records if r.ok]
-    assert res.best_ms == min(r.measured_ms for r in ok)
+    # the fastest of the rounds, the next two and greedy's answer were timed again head
+    # to head; the answer is the fastest there
+    finalists = [r for r in ok if r.confirmed_ms is not None]
+    by_rounds = sorted(ok, key=lambda r: r.measured_ms)
+    assert set(map(id, finalists)) == set(map(id, by_rounds[:tat.CONFIRM_K]
+                                              + [_record(res, "greedy")]))
+    assert res.winner is res.best and res.best_ms == res.best.confirmed_ms
+    assert res.best_ms == min(r.confirmed_ms for r in finalists)
+    assert tat.CONFIRM_ROUNDS[0] <= res.confirm_rounds <= tat.CONFIRM_ROUNDS[1]
+    assert "head to head" in res.summary()
     assert tdb.schedule_hash(res.schedule) == tdb.schedule_hash(res.best.schedule)
     for source in ("greedy", "ilp", "beam"):        # each solver's own answer was measured
         rec = _record(res, source)
         assert rec.ok, rec.error
-        assert res.best_ms <= rec.measured_ms
     assert _record(res, "greedy").source == "greedy"
     assert res.measured_now == len(res.records) and not any(r.reused for r in res.records)
     assert res.schedule.provenance["method"] == "autotune"
@@ -218,7 +227,8 @@ def test_second_call_reuses_every_known_measurement(tuned, monkeypatch):
     assert set(known) <= set(by_hash)                        # every stored record returned
     for h, r in known.items():
         assert by_hash[h].reused and by_hash[h].measured_ms == r.measured_ms
-    assert again.best_ms <= first.best_ms                    # the stored best is a candidate
+    # the stored best (its rounds' figure: head-to-head times are not stored) is a candidate
+    assert again.best_ms <= min(r.measured_ms for r in first.records if r.ok)
 
 
 def test_stored_schedules_are_candidates_even_when_not_regenerated(tuned, tmp_path):

@@ -29,16 +29,22 @@ def rounds_run(tmp_path_factory):
     pipe, est = blur.build(SIZES)
     calls = []
     real_run, real_prepare = tmeasure.Bench.run, tmeasure.Bench.prepare
+    real_warm = tmeasure.Bench.run_warm
 
     def run(self, prepared):
         calls.append(("run", tdb.schedule_hash(prepared.schedule)))
         return real_run(self, prepared)
+
+    def run_warm(self, prepared):
+        calls.append(("warm", tdb.schedule_hash(prepared.schedule)))
+        return real_warm(self, prepared)
 
     def prepare(self, schedule):
         calls.append(("prepare", tdb.schedule_hash(schedule)))
         return real_prepare(self, schedule)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(tmeasure.Bench, "run", run)
+        mp.setattr(tmeasure.Bench, "run_warm", run_warm)
         mp.setattr(tmeasure.Bench, "prepare", prepare)
         mp.setattr(tat, "HOPELESS", math.inf)
         res = ts.autotune(pipe, "host", estimates=est, budget_s=5, db=path, progress=False,
@@ -55,6 +61,24 @@ def test_every_candidate_is_prepared_before_any_is_timed(rounds_run):
     kinds = [k for k, _ in calls]
     first_run = kinds.index("run")
     assert "prepare" not in kinds[first_run:]
+
+
+def test_finalists_are_timed_again_head_to_head_after_the_rounds(rounds_run):
+    """The rounds' three fastest and greedy's answer run again, warm, in shuffled
+    rounds after every round is done; the answer is the fastest of those runs."""
+    _, _, _, res, calls = rounds_run
+    kinds = [k for k, _ in calls]
+    first_warm = kinds.index("warm")
+    assert "run" not in kinds[first_warm:] and "prepare" not in kinds[first_warm:]
+    warm = [h for k, h in calls if k == "warm"]
+    ok = sorted((r for r in res.records if r.ok), key=lambda r: r.measured_ms)
+    greedy = next(r for r in ok if r.source == "greedy")
+    finalists = {tdb.schedule_hash(r.schedule) for r in ok[:tat.CONFIRM_K] + [greedy]}
+    assert set(warm) == finalists
+    assert len(warm) == len(finalists) * res.confirm_rounds
+    assert all(sorted(o) == sorted(finalists) for o in _by_round(warm, len(finalists)))
+    assert res.best_ms == min(r.confirmed_ms for r in ok if r.confirmed_ms is not None)
+    assert res.schedule.provenance["tune_source"] == res.best.source
 
 
 def test_rounds_are_interleaved_and_shuffled(rounds_run):
@@ -86,7 +110,7 @@ def test_records_keep_min_median_spread_and_rounds(rounds_run):
         assert r.median_ms == statistics.median(r.run_ms)
         assert r.spread == pytest.approx((max(r.run_ms) - min(r.run_ms)) / min(r.run_ms))
         assert r.note is None
-    assert res.best_ms == min(r.measured_ms for r in res.records if r.ok)
+    assert res.winner.confirmed_ms == res.best_ms            # the head-to-head rounds decide
     noises = [(r.median_ms - r.measured_ms) / r.measured_ms for r in res.records if r.ok]
     assert res.noise == pytest.approx(statistics.median(noises))
     assert "noise" in res.summary() and "rounds" in res.summary()
