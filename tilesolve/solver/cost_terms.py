@@ -75,28 +75,30 @@ vectorized, perfectly parallel code):
 * ``strided``: transposed reads (``Problem.accesses``, ``access.py``).  A read
   whose index follows the stage's vectorized Var in a dimension other than the
   callee's innermost loads each lane from its own place: a gather,
-  ``GATHER_LANE_OPS`` per point.  When the callee's stride is long (``FAR_STRIDE_BYTES`` or more:
-  no prefetcher follows it), each point of a sweep of the vectorized loop (the
-  stage's extent in that dimension: the tile, or at root the whole region; one
-  vector for an update whose RDom loop runs inside the vector loop) touches its
-  own cache line; the next sweep reads the neighbouring words of the
-  same lines, which are still in L1 only if the sweep's lines fit.  Past that,
-  an LRU cache swept cyclically loses nearly every line: the fraction
-  ``min(1, 2 (1 - L1 / (lines x line)))`` of the points bring a whole line back
-  from memory (``load_cost`` per word beyond the point's own).  When the lines
-  fit, a tile still uses of each line only its extent in the dimension that
-  moves the callee's innermost (its height, for a transpose): a tile 1 row high
-  uses one word a line, and the next row's tile, a whole row of tiles later,
-  finds the line gone; the other words of the line are charged too (iir_blur's
-  output in 32 x 1 tiles over a transposed root buffer: 71.6 ms, 32 x 4: 39.7,
-  32 x 16: 35.7; 256 x 2: 52.0, 256 x 8: 38.7; the term ranks the five alike).  Measured on the development machine
-  (``python benchmarks/strided_term.py``, a transpose at 2 threads): at root,
-  sweeps of up to 768 lines (48 KB) cost 1.5 ns a point, 1024 lines 2.7 ns, 1536
-  lines and more 6-8 ns, for strides of 2 to 20 KB alike, against 0.5 ns for the
-  transpose computed in 64 x 64 tiles; a 1024-point sweep over a per-tile buffer
-  (a 64-byte stride) costs 0.4 ns more than a 256-point one, which the term
-  leaves out.  iir_blur's schedule that transposes at root ran 4x slower than
-  its tiled ones, which the model had priced alike.
+  ``GATHER_LANE_OPS`` per point.  When the callee's stride is long
+  (``FAR_STRIDE_BYTES`` or more: no prefetcher follows it), each point of a
+  sweep of the vectorized loop (the stage's extent in that dimension: the
+  tile, or at root the whole region; one vector for an update whose RDom loop
+  runs inside the vector loop) touches its own cache line; the next sweep
+  reads the neighbouring words of the same lines, which are still in L1 only
+  if the sweep's lines fit.  Past that, an LRU cache swept cyclically loses
+  nearly every line: the fraction ``min(1, 2 (1 - L1 / (lines x line)))`` of
+  the points bring a whole line back from memory (``load_cost`` per word
+  beyond the point's own).  When the lines fit, a tile still uses of each line
+  only its extent in the dimension that moves the callee's innermost (its
+  height, for a transpose): a tile 1 row high uses one word a line, and the
+  next row's tile, a whole row of tiles later, finds the line gone; the other
+  words of the line are charged too (iir_blur's output in 32 x 1 tiles over a
+  transposed root buffer: 71.6 ms, 32 x 4: 39.7, 32 x 16: 35.7; 256 x 2: 52.0,
+  256 x 8: 38.7; the term ranks the five alike).  Measured on the development
+  machine (``python benchmarks/strided_term.py``, a transpose at 2 threads):
+  at root, sweeps of up to 768 lines (48 KB) cost 1.5 core-ns a point, 1024
+  lines 2.7 core-ns, 1536 lines and more 6-8 core-ns, for strides of 2 to 20
+  KB alike, against 0.5 core-ns for the transpose computed in 64 x 64 tiles; a
+  1024-point sweep over a per-tile buffer (a 64-byte stride) costs 0.4 core-ns
+  more than a 256-point one, which the term leaves out.  iir_blur's schedule
+  that transposes at root ran 4x slower than its tiled ones, which the model
+  had priced alike.
 * scattered writes and gathered reads (``access.py``), in the ``lanes`` term.
   An update that writes at a place computed from data varying across its lanes
   (bilateral_grid's histogram) stores lane by lane: ``SCATTER_LANE_OPS`` a point.
