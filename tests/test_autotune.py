@@ -52,6 +52,8 @@ def test_chosen_schedule_is_the_fastest_measured_and_correct(tuned):
     assert res.best_ms == min(r.confirmed_ms for r in finalists)
     assert tat.CONFIRM_ROUNDS[0] <= res.confirm_rounds <= tat.CONFIRM_ROUNDS[1]
     assert "head to head" in res.summary()
+    assert res.table().count("head to head") == len(finalists)
+    assert res.table().count(", chosen]") == 1
     assert tdb.schedule_hash(res.schedule) == tdb.schedule_hash(res.best.schedule)
     for source in ("greedy", "ilp", "beam"):        # each solver's own answer was measured
         rec = _record(res, source)

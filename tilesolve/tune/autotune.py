@@ -166,13 +166,13 @@ class TuneResult:
             tail = f"  ({r.error})" if r.error else (" (stored)" if r.reused else "")
             if r.note:
                 tail += f"  [{r.note}]"
+            if r.confirmed_ms is not None:
+                chosen = ", chosen" if r is self.winner else ""
+                tail += f"  [head to head: {r.confirmed_ms:.4g} ms{chosen}]"
             out.append(f"{ms} {med} {n} {pc:>12}  {r.source}{tail}")
         return "\n".join(out)
 
 
-# ---------------------------------------------------------------------------
-# Spearman's rank correlation, with numpy only
-# ---------------------------------------------------------------------------
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
