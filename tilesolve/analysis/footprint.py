@@ -43,14 +43,22 @@ def _union(a, b):
     return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
 
 
-def rdom_scope(problem, d) -> dict:
-    """Concrete intervals of a definition's RVars (from params and estimates)."""
-    from ..model.evaluate import eval_scalar, extent_key
+def estimate_env(problem) -> dict:
+    """Values of the Params and input extents the problem assumes, for evaluating
+    expressions of them."""
+    from ..model.evaluate import extent_key
     env = dict(problem.param_values)
     for img, sizes in problem.estimates.items():
         if img in problem.pipeline.images:
             for i, s in enumerate(sizes):
                 env[extent_key(img, i)] = s
+    return env
+
+
+def rdom_scope(problem, d) -> dict:
+    """Concrete intervals of a definition's RVars (from params and estimates)."""
+    from ..model.evaluate import eval_scalar
+    env = estimate_env(problem)
     scope = {}
     if d.rdom is None:
         return scope

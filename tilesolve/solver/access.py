@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..model import expr as E
-from ..model.evaluate import evaluate, extent_key
+from ..analysis.footprint import estimate_env
+from ..model.evaluate import evaluate
 from ..model.visit import walk
 
 PROBE_LANES = 16
@@ -52,11 +53,7 @@ def probe_env(problem, name: str, scope: dict) -> dict:
     """Values for a probe of ``name``'s indices: its pure Vars at the middle of its
     region (even, so that halves line up), RVars at their minimum (``scope``), the
     Params and input extents the problem assumes."""
-    env = dict(problem.param_values)
-    for img, sizes in problem.estimates.items():
-        if img in problem.pipeline.images:
-            for i, s in enumerate(sizes):
-                env[extent_key(img, i)] = s
+    env = estimate_env(problem)
     pure = [v.name for v in problem.func(name).pure.args]
     for v, (lo, hi) in zip(pure, problem.regions.get(name, ())):
         env[v] = (lo + (hi - lo) // 2) & ~(PROBE_LANES - 1) if hi - lo >= PROBE_LANES else lo

@@ -150,9 +150,7 @@ def first_touch_words(problem, group, limit: int) -> float:
     if problem.is_output(group.output):
         return 0.0
     nbytes = problem.region_points(group.output) * problem.bytes_per_point(group.output)
-    if nbytes <= max(limit, MMAP_THRESHOLD_BYTES):
-        return 0.0
-    return words(problem.region_points(group.output), problem.bytes_per_point(group.output))
+    return 0.0 if nbytes <= max(limit, MMAP_THRESHOLD_BYTES) else nbytes / 4.0
 
 
 def footprint_bytes(problem, group, gf):

@@ -214,7 +214,8 @@ def strided_cost(problem, gf, reads, pts, sweep, extent):
     group has its per-tile buffer; any other its whole region."""
     spec = problem.spec
     line = float(spec.caches[0].line_bytes) if spec.caches else 64.0
-    l1 = float(spec.cache_bytes(1))
+    lines = np.maximum(sweep * line, 1.0)            # bytes of the lines one sweep touches
+    sweep_thrash = np.clip(2.0 * (1.0 - float(spec.cache_bytes(1)) / lines), 0.0, 1.0)
     total = 0.0
     for callee, dim, inner in reads:
         box = gf.member_regions.get(callee)
@@ -227,8 +228,7 @@ def strided_cost(problem, gf, reads, pts, sweep, extent):
         for d in range(dim):
             stride = stride * ext[d]
         far = stride >= FAR_STRIDE_BYTES
-        lines = np.maximum(sweep * line, 1.0)        # bytes of the lines one sweep touches
-        thrash = np.where(far, np.clip(2.0 * (1.0 - l1 / lines), 0.0, 1.0), 0.0)
+        thrash = np.where(far, sweep_thrash, 0.0)
         # the part of each line the sweeps of one tile use before moving on
         used = 1.0 if inner is None else np.clip(
             np.asarray(extent(inner), dtype=float) * bpp / line, bpp / line, 1.0)

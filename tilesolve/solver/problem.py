@@ -188,9 +188,8 @@ class Problem:
 
     @cached_property
     def accesses(self) -> dict:
-        """Func -> per definition (the pure one first), ``(transposed, gathers)``: the
-        ``(callee, dim)`` of each transposed read and the count of other lane-by-lane
-        accesses per point, as vectorized by ``schedule_gen`` (``access.py``)."""
+        """Func -> per definition (the pure one first), ``(transposed, gathers,
+        scatters)`` as vectorized by ``schedule_gen`` (``access.stage_accesses``)."""
         from ..analysis.footprint import rdom_scope
         from .access import stage_accesses
         out = {}

@@ -418,8 +418,8 @@ def _confirm(live, best, bench, deadline, log, seed) -> tuple:
     finalist runs twice a round, the second run timed (what a caller realizing
     again and again gets), in a shuffled order, for ``CONFIRM_ROUNDS`` rounds within
     the budget's reserve; the winner is the fastest of those runs."""
-    done = [lv for lv in live if lv.rec.ok]
-    done.sort(key=lambda lv: lv.rec.measured_ms)
+    from .measure import _first_line
+    done = sorted((lv for lv in live if lv.rec.ok), key=lambda lv: lv.rec.measured_ms)
     if len(done) < 2 or done[0].rec is not best:
         return None, 0
     finalists = done[:CONFIRM_K]
@@ -439,7 +439,7 @@ def _confirm(live, best, bench, deadline, log, seed) -> tuple:
             try:
                 fastest[id(lv)] = min(fastest[id(lv)], bench.run_warm(lv.prep))
             except Exception as e:      # noqa: BLE001 - recorded, never chosen
-                lv.rec.error = f"run: {e}"
+                lv.rec.error = f"run: {_first_line(e)}"
         finalists = [lv for lv in finalists if lv.rec.error is None]
         n += 1
     if not finalists:
