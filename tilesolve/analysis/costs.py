@@ -1,8 +1,8 @@
 """Arithmetic cost of computing one point of a Func (Mullapudi 2016, §4.1).
 
 Unit cost for most operations, more for division and transcendentals, as the
-paper prescribes.  The table (``OP_COST``) is the one place these numbers
-live; they are relative costs, not cycles:
+paper prescribes.  The table (``model/ops.py``) is the one place these numbers
+live; they are relative costs, in units of one vectorized ``*`` (a lane of it):
 
 * +, -, *, min, max, comparisons, boolean ops, select, casts: 1
 * integer / and % (Euclidean, with the zero-divisor guard): 8; float / and %: 4
@@ -10,6 +10,20 @@ live; they are relative costs, not cycles:
 * a Call (a load of a producer or input): counted separately as a load,
   not as arithmetic (the cost model charges loads with ``load_cost``)
 * constants, variables, params: 0
+
+These are the paper's relative costs, not what the operations take alone.
+Measured on the development machine (``python benchmarks/op_costs.py``:
+independent ops on one core over an image in L2, vectorized by 16), float
+``min``/``max`` cost 3-4 units (the compare and blend that propagate NaN), ``/``
+7-8, ``%`` 13-14, ``sqrt`` 20, ``exp`` 44-47 and ``log`` 42 (our vector
+polynomials), and ``pow`` about 650, ``sin`` 420 and ``atan2`` 1200 (one C
+library call a lane).  Priced so (stop 28, ``python benchmarks/op_costs.py
+solvers``), the solvers fused interpolate's
+whole upsampling chain into 32 x 16 tiles, and it ran 1.97x (greedy) and 2.06x
+(ILP) slower; unsharp ran 1.20-1.22x slower, lens_blur 1.08-1.23x; no app ran
+faster.  The model adds arithmetic to memory traffic, while the machine
+overlaps the two, so the table's lower costs stand in for that overlap; the
+measured costs wait for a model that overlaps them.
 
 Division or modulo by a power-of-two constant costs 1 (a shift or mask).
 """
