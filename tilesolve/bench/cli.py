@@ -89,6 +89,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="instead: scaling of chunked runs on a Dask LocalCluster of 1..N "
                         "one-thread workers at 4x the paper's image area (default app: blur; "
                         "needs `pip install tilesolve[dask]`)")
+    p.add_argument("--dask-workers", choices=("processes", "threads", "both"),
+                   default="processes",
+                   help="with --dask: worker processes (Dask's default), workers as threads "
+                        "of one process (compiled pipelines release the GIL), or both")
 
 
 def _validate(p: argparse.ArgumentParser, args) -> None:

@@ -1,7 +1,10 @@
 """``tilesolve bench --dask N``: scaling of chunked pipelines on a Dask LocalCluster.
 
 For each app (default: blur) at ``scale`` times the paper's image area, on clusters of
-1..N worker processes of one thread each:
+1..N workers of one thread each, worker processes (``processes=True``, Dask's default
+for a LocalCluster) or workers in this process (``processes=False``: threads, which
+suits code that releases the GIL as compiled pipelines do; no transfers between
+workers, one process's figures for all of them):
 
 * the input is cut into ``TASKS`` chunks and scattered over the workers, as data
   already loaded on a cluster would be.  ``layout="rows"`` (the default): row bands,
@@ -112,9 +115,21 @@ def _app_case(name: str, scale: float, seed: int):
     return ts, pipe, sched, sizes, inputs
 
 
+def _per_process(stats: dict) -> dict:
+    """``client.run`` results of a cluster, one per process (the workers of a threaded
+    cluster all report their one process)."""
+    seen, out = set(), {}
+    for w, st in stats.items():
+        pid = st.get("pid", w) if isinstance(st, dict) else w
+        if pid not in seen:
+            seen.add(pid)
+            out[w] = st
+    return out
+
+
 def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int = 3,
                    chunk_pixels: int | None = None, seed: int = 0, log=None,
-                   layout: str = "rows") -> list:
+                   layout: str = "rows", processes: bool = True) -> list:
     """One record per (app, worker count): see the module docstring."""
     import dask.array as da
     import distributed
@@ -146,7 +161,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
         fast1 = ts.compile(pipe, sched, num_threads=1)
         for k in range(1, n_workers + 1):
             cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1,
-                                               processes=True, dashboard_address=None,
+                                               processes=processes, dashboard_address=None,
                                                silence_logs=40)
             client = distributed.Client(cluster)
             try:
@@ -163,7 +178,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 client.run(start_memory_sampler)
                 best, graph_s = float("inf"), 0.0
                 for _ in range(repeat):        # the breakdown is that of the best run
-                    b = client.run(process_stats)
+                    b = _per_process(client.run(process_stats))
                     t, c0 = time.perf_counter(), time.process_time()
                     out = to_dask(fast1, sizes, chunks, **srcs, **params)
                     t_graph = time.perf_counter() - t
@@ -171,10 +186,10 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                     da.store(list(outs), [Discard() for _ in outs], lock=False)
                     dt = time.perf_counter() - t
                     c1 = time.process_time() - c0
-                    a = client.run(process_stats)
+                    a = _per_process(client.run(process_stats))
                     if dt < best:
                         best, graph_s, client_cpu, before, after = dt, t_graph, c1, b, a
-                peaks = client.run(stop_memory_sampler)
+                peaks = _per_process(client.run(stop_memory_sampler))
 
                 def spent(key):
                     return sum(after[w].get(key, 0) - before[w].get(key, 0) for w in after)
@@ -183,7 +198,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 out_chunks = [list(c) for c in outs[0].chunks]
                 assemble_s, realize_s = spent("assemble_s"), spent("realize_s")
                 worker_cpu = [after[w]["process_cpu_s"] - before[w]["process_cpu_s"]
-                              for w in after]
+                              for w in after] if processes else []   # threads: client_cpu
                 task_cpu = spent("task_cpu_s")
                 if k == n_workers:
                     got = client.compute(list(outs), sync=True)
@@ -192,7 +207,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 client.close()
                 cluster.close()
             rec = {"app": name, "sizes": sizes, "layout": layout, "chunks": out_chunks,
-                   "workers": k, "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
+                   "workers": k, "worker_kind": "processes" if processes else "threads", "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
                    "seconds": best, "graph_seconds": graph_s,
                    "task_assemble_seconds": assemble_s, "task_realize_seconds": realize_s,
                    "cpu_workers": worker_cpu, "cpu_client": client_cpu, "cpu_tasks": task_cpu,
@@ -212,8 +227,8 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
         for r in records:
             if r["app"] == name and "speedup" not in r:
                 r["speedup"] = base["seconds"] / r["seconds"]
-                busiest = max(max(r["cpu_workers"]), r["cpu_client"],
-                              r["cpu_total"] / r["workers"])
+                busiest = max(max(r["cpu_workers"], default=0.0), r["cpu_client"]
+                              if r["cpu_workers"] else 0.0, r["cpu_total"] / r["workers"])
                 r["predicted_speedup"] = base["cpu_total"] / busiest
     return records
 
@@ -227,7 +242,7 @@ def _compare(name, got, want):
 
 
 def format_records(records) -> str:
-    head = (f"{'app':8s} {'layout':6s} {'wk':>2s} {'tasks':>5s} {'bands':>5s} {'seconds':>7s} "
+    head = (f"{'app':8s} {'layout':6s} {'kind':4s} {'wk':>2s} {'tasks':>5s} {'bands':>5s} {'seconds':>7s} "
             f"{'Mpx/s':>7s} {'speedup':>7s} {'realize':>7s} {'overhead':>8s} {'graph':>6s} "
             f"{'in tasks':>13s} {'rest':>6s} {'copy MB':>7s} {'CPU s':>6s} {'CPU ovh':>7s} "
             f"{'pred.':>6s}  peak RSS / data per worker (MB)")
@@ -236,7 +251,8 @@ def format_records(records) -> str:
         mem = ", ".join(f"{a:.0f}/{b:.0f}" for a, b in zip(r["peak_rss_mb"], r["peak_data_mb"]))
         in_tasks = r["task_assemble_seconds"] + r["task_realize_seconds"]
         rest = r["seconds"] - r["graph_seconds"] - in_tasks / r["workers"]
-        lines.append(f"{r['app']:8s} {r['layout']:6s} {r['workers']:2d} {r['tasks']:5d} "
+        kind = "thr" if r.get("worker_kind") == "threads" else "proc"
+        lines.append(f"{r['app']:8s} {r['layout']:6s} {kind:4s} {r['workers']:2d} {r['tasks']:5d} "
                      f"{r['bands']:5.0f} {r['seconds']:7.3f} {r['mpix_per_s']:7.1f} "
                      f"{r['speedup']:6.2f}x {r['realize_seconds']:7.3f} {r['overhead']:+7.0%} "
                      f"{r['graph_seconds']:6.3f} {r['task_assemble_seconds']:5.3f}+"
@@ -246,7 +262,9 @@ def format_records(records) -> str:
     if records:
         r = records[0]
         lines.append(
-            f"sizes {r['sizes']} (image {r['image_mb']:.0f} MB); layout rows: input in "
+            f"sizes {r['sizes']} (image {r['image_mb']:.0f} MB); kind: worker processes "
+            "(proc) or workers in this process (thr: threads; CPU s and peak memory are "
+            "the one process's, the client's included); layout rows: input in "
             f"{TASKS} row bands, output chunks to_dask's default; tiles: input and output in "
             f"{TASKS} tiles of {r['chunks'][0][0] if r['layout'] == 'tiles' else '...'}; "
             "seconds: to_dask + compute, each chunk stored into a sink that drops it, best "
@@ -262,7 +280,8 @@ def format_records(records) -> str:
 
 
 def main_dask(args, out=None, err=None) -> int:
-    """``tilesolve bench --dask N`` (uses --apps, --repeat, --seed, --json, --quiet)."""
+    """``tilesolve bench --dask N`` (uses --apps, --repeat, --seed, --json, --quiet,
+    --dask-workers)."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     try:
@@ -273,13 +292,23 @@ def main_dask(args, out=None, err=None) -> int:
         return 2
     quiet = getattr(args, "quiet", False)
     records = []
-    for layout in LAYOUTS:
-        records += run_dask_bench(args.dask, args.apps, repeat=args.repeat,
-                                  seed=args.seed, layout=layout,
-                                  log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
+    kinds = getattr(args, "dask_workers", None) or "processes"
+    for processes in [k == "processes" for k in
+                      (("processes", "threads") if kinds == "both" else (kinds,))]:
+        records += _both_layouts(args, processes, quiet, err)
     out.write(format_records(records))
     if getattr(args, "json", None):
         import json
         with open(args.json, "w") as f:
             json.dump({"dask": records}, f, indent=1)
     return 0
+
+
+def _both_layouts(args, processes: bool, quiet: bool, err) -> list:
+    """The records of both layouts on clusters of one kind."""
+    records = []
+    for layout in LAYOUTS:
+        records += run_dask_bench(args.dask, args.apps, repeat=args.repeat,
+                                  seed=args.seed, layout=layout, processes=processes,
+                                  log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
+    return records

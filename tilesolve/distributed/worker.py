@@ -176,19 +176,24 @@ def combine(op: str, *parts):
 
 def process_stats() -> dict:
     """Compiles and tasks run by this process, the largest working set of one task (its
-    input slices and outputs, bytes), time in tasks and the process's CPU seconds, for
-    tests and the benchmark."""
+    input slices and outputs, bytes), time in tasks, the process's CPU seconds and its
+    pid (workers of a threaded cluster share one process, and these figures), for tests
+    and the benchmark."""
     import os
     t = os.times()
     return dict(_STATS, pipelines=len(_COMPILED), process_cpu_s=t.user + t.system,
-                reused_outputs=OUTPUTS.reused)
+                reused_outputs=OUTPUTS.reused, pid=os.getpid())
 
 
 def start_memory_sampler(dask_worker=None, interval: float = 0.02) -> None:
     """In a Dask worker (``client.run(start_memory_sampler)``, which passes
     ``dask_worker``): sample, until :func:`stop_memory_sampler`, the process's RSS and the
-    bytes of data the worker holds (Dask's managed memory)."""
+    bytes of data the worker holds (Dask's managed memory).  Workers sharing a process
+    (a threaded cluster) share the first one's sampler."""
     import os
+    running = _SAMPLER.get("thread")
+    if running is not None and running.is_alive():
+        return                        # a threaded cluster: one sampler for the process
     state = getattr(dask_worker, "state", None)
     stop = threading.Event()
     peaks = {"rss": 0, "managed": 0, "rss_start": _rss(os.getpid())}
@@ -208,10 +213,11 @@ def start_memory_sampler(dask_worker=None, interval: float = 0.02) -> None:
 def stop_memory_sampler() -> dict:
     """The peaks since :func:`start_memory_sampler`: ``rss`` and ``rss_start`` (bytes of
     the process), ``managed`` (data held by the worker) and ``task`` (largest working
-    set of one task)."""
+    set of one task), and the process's ``pid``."""
+    import os
     _SAMPLER["stop"].set()
     _SAMPLER["thread"].join()
-    return dict(_SAMPLER["peaks"], task=_STATS["task_bytes"])
+    return dict(_SAMPLER["peaks"], task=_STATS["task_bytes"], pid=os.getpid())
 
 
 def _rss(pid: int) -> int:
