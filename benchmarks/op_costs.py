@@ -48,6 +48,7 @@ def _float_ops():
         "add": lambda e, c, i: e + c,
         "min": lambda e, c, i: ts.min(e, c),
         "div": lambda e, c, i: e / (3.0 + i),
+        "div_pow2": lambda e, c, i: e / float(2 ** (i % 4 + 1)),
         "mod": lambda e, c, i: e % (3.0 + i),
         "floor": lambda e, c, i: ts.floor(e),
         "abs": lambda e, c, i: ts.abs(e - c),

@@ -57,6 +57,9 @@ def test_result_types_and_costs_come_from_the_table():
     assert ops.OPS["div"].cost_of(ts.int32, pow2_divisor=True) == 1
     from tilesolve.analysis.costs import node_cost
     assert node_cost(x / 4) == 1 and node_cost(x / 3) == 8 and node_cost(f / 3) == 4
+    # a float divided by a constant power of two is multiplied by its exact reciprocal
+    assert node_cost(f / 2.0) == node_cost(f / 0.25) == 1 and node_cost(f / 6.0) == 4
+    assert node_cost(f / -0.5) == 1 and node_cost(f % 2.0) == ops.OPS["mod"].float_cost
     assert node_cost(ts.exp(f)) == ops.OPS["exp"].cost
     # latencies (the cost model's accumulation chains): every op has one, >= 1 cycle
     for o in ops.OPS.values():

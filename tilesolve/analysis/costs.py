@@ -6,6 +6,8 @@ live; they are relative costs, in units of one vectorized ``*`` (a lane of it):
 
 * +, -, *, min, max, comparisons, boolean ops, select, casts: 1
 * integer / and % (Euclidean, with the zero-divisor guard): 8; float / and %: 4
+  (a float divided by a constant power of two: 1, a multiplication by the exact
+  reciprocal, which is what LLVM emits)
 * sqrt: 4; floor, ceil, round, abs: 1; exp, log, sin, cos, tan, atan2, pow: 16
 * a Call (a load of a producer or input): counted separately as a load,
   not as arithmetic (the cost model charges loads with ``load_cost``)
@@ -14,8 +16,9 @@ live; they are relative costs, in units of one vectorized ``*`` (a lane of it):
 These are the paper's relative costs, not what the operations take alone.
 Measured on the development machine (``python benchmarks/op_costs.py``:
 independent ops on one core over an image in L2, vectorized by 16), float
-``min``/``max`` cost 3-4 units (the compare and blend that propagate NaN), ``/``
-7-8, ``%`` 13-14, ``sqrt`` 20, ``exp`` 44-47 and ``log`` 42 (our vector
+``min``/``max`` cost 2-4 units (the compare and blend that propagate NaN), ``/`` by
+a constant that is not a power of two 5-8 (by a power of two: nothing beyond the
+multiply it becomes), ``%`` 10-14, ``sqrt`` 20, ``exp`` 44-47 and ``log`` 42 (our vector
 polynomials), and ``pow`` about 650, ``sin`` 420 and ``atan2`` 1200 (one C
 library call a lane).  Priced so (stop 28, ``python benchmarks/op_costs.py
 solvers``), the solvers fused interpolate's
@@ -29,6 +32,8 @@ Division or modulo by a power-of-two constant costs 1 (a shift or mask).
 """
 from __future__ import annotations
 
+import math
+
 from ..model import expr as E
 from ..model.ops import OPS
 from ..model.visit import walk
@@ -38,8 +43,13 @@ NODE_COST = {"select": 1, "cast": 1, "not": 1}
 
 
 def _is_pow2_const(e) -> bool:
-    return (isinstance(e, E.Const) and e.type.is_integral() and e.value > 0
-            and (e.value & (e.value - 1)) == 0)
+    """A constant power of two: an integer one (a shift or mask divides by it), or a
+    float one, whose reciprocal is exact (LLVM divides by a multiplication)."""
+    if not isinstance(e, E.Const) or e.value == 0:
+        return False
+    if e.type.is_integral():
+        return e.value > 0 and (e.value & (e.value - 1)) == 0
+    return e.type.is_float() and abs(math.frexp(float(e.value))[0]) == 0.5
 
 
 def node_cost(n: E.Expr) -> int:

@@ -51,6 +51,8 @@ class Op:
         return T.bool_ if self.kind in ("cmp", "logic") else operand
 
     def cost_of(self, operand: T.Type, pow2_divisor: bool = False) -> int:
+        if self.name == "div" and pow2_divisor and operand.is_float():
+            return 1                  # a multiplication by the exact reciprocal
         if operand.is_float() and self.float_cost is not None:
             return self.float_cost
         if pow2_divisor and self.pow2_cost is not None and operand.is_integral():
