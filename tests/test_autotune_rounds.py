@@ -1,5 +1,5 @@
-"""``ts.autotune``'s timing protocol: every candidate prepared (compiled, warmed up,
-checked) before any is timed, then timed in rounds, each in a freshly shuffled order;
+"""``ts.autotune``'s timing protocol (the climb left out: ``test_autotune_climb.py``):
+every candidate prepared (compiled, warmed up, checked) before any is timed, then timed in rounds, each in a freshly shuffled order;
 the minimum, median and spread per candidate; hopeless candidates dropped; the budget;
 the database's timing columns (schema version 2) and the upgrade of a version 1 file.
 
@@ -19,6 +19,12 @@ from tilesolve.tune import measure as tmeasure
 from tilesolve.tune.autotune import db_samples
 
 SIZES = [64, 48]
+
+
+@pytest.fixture(autouse=True)
+def _no_climb(monkeypatch):
+    """The rounds' protocol alone: the climb (after the rounds) is tested on its own."""
+    monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +53,7 @@ def rounds_run(tmp_path_factory):
         mp.setattr(tmeasure.Bench, "run_warm", run_warm)
         mp.setattr(tmeasure.Bench, "prepare", prepare)
         mp.setattr(tat, "HOPELESS", math.inf)
+        mp.setattr(tat, "CLIMB_SHARE", 0.0)      # the climb: test_autotune_climb.py
         res = ts.autotune(pipe, "host", estimates=est, budget_s=5, db=path, progress=False,
                           seed=7)
     return pipe, est, path, res, calls

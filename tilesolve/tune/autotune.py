@@ -34,12 +34,17 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
    later rounds (said in its record's ``note``).  A candidate's figure
    (``measured_ms``) is its fastest run; its median and spread are kept.  The
    rounds stop ``CONFIRM_SHARE`` of the budget early;
-4. the ``CONFIRM_K`` fastest, and greedy's answer, are timed again head to head
+4. the climb (``climb.py``), within ``CLIMB_SHARE`` of the budget (the rounds stop
+   that much earlier too): the neighbours of the fastest schedule measured are
+   measured beside it, and the fastest of them becomes the next base while one is
+   faster, so that a best schedule two or more steps from the solvers' answers is
+   found;
+5. the ``CONFIRM_K`` fastest, and greedy's answer, are timed again head to head
    (``_confirm``: each runs twice a round, the second run timed), and the fastest
    there is the answer (``TuneResult.winner``; each finalist's ``confirmed_ms``):
    among candidates within the machine's noise of each other, the fastest figure
    of the rounds is as often the luckiest draw as the fastest schedule;
-5. every measurement goes to the tuning database (``db.py``); a later call with
+6. every measurement goes to the tuning database (``db.py``); a later call with
    the same key reuses them: known schedules are not measured again, and the
    stored ones (the best among them) are candidates too.
 
@@ -57,6 +62,7 @@ from dataclasses import dataclass, field
 
 
 from ..errors import SolverError, TilesolveError
+from .climb import CLIMB_SHARE, climb
 from .measure import Bench, Timing
 from .stats import spearman
 
@@ -125,6 +131,7 @@ class TuneResult:
     notes: list = field(default_factory=list)
     winner: TuneRecord | None = None  # the finalist the head-to-head rounds chose
     confirm_rounds: int = 0
+    climbed: int = 0                  # steps of the climb (a neighbour became the base)
 
     @property
     def best(self) -> TuneRecord:
@@ -149,8 +156,10 @@ class TuneResult:
         confirmed = (f" (of {sum(r.confirmed_ms is not None for r in self.records)} finalists "
                      f"timed head to head in {self.confirm_rounds} rounds)"
                      if self.winner is not None else "")
+        climb = (f", climbed {self.climbed} step{'s' if self.climbed != 1 else ''}"
+                 if self.climbed else "")
         return (f"autotune: {ok} schedules measured ({self.measured_now} now in "
-                f"{self.rounds} rounds{dropped}, {len(self.records) - ok} failed, "
+                f"{self.rounds} rounds{dropped}{climb}, {len(self.records) - ok} failed, "
                 f"{self.skipped} left unmeasured), fastest {self.best_ms:.4g} ms from "
                 f"{self.best.source}{confirmed}; spearman {rho}, noise {noise}")
 
@@ -262,9 +271,11 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
             key = tuning_key(text, bench.sizes_key(), spec, bench.threads)
             store.add_tuning(key, text, bench.sizes_key(), spec, bench.threads)
             stored = {m.schedule_hash: m for m in store.measurements(key)}
-        cands, notes = _gather(problem, k, seed, t0, budget_s, stored, pipeline, log)
+        cands, notes, gatherer = _gather(problem, k, seed, t0, budget_s, stored, pipeline,
+                                         log)
         result = _measure_all(cands, stored, bench, store, key, deadline, log, seed,
-                              reserve_s=CONFIRM_SHARE * float(budget_s))
+                              reserve_s=CONFIRM_SHARE * float(budget_s), gatherer=gatherer,
+                              climb_s=CLIMB_SHARE * float(budget_s))
     finally:
         if store is not None:
             store.close()
@@ -277,7 +288,8 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
 
 
 def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
-    """Candidates in measuring order: ``(list of (Candidate, mandatory), notes)``."""
+    """Candidates in measuring order: ``(list of (Candidate, mandatory), notes,
+    the Gatherer)``."""
     from ..model.schedule import Schedule
     from .candidates import MENUS, Gatherer
     g = Gatherer(problem, k=k, seed=seed)
@@ -328,7 +340,7 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
             order.append((c, any(c is f for f in first)))
     log.log(f"autotune: {len(order)} distinct candidates in "
             f"{time.perf_counter() - t0:.1f}s ({len(stored)} known from the database)")
-    return order, list(g.notes)
+    return order, list(g.notes), g
 
 
 class _Live:
@@ -341,7 +353,7 @@ class _Live:
 
 
 def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
-                 reserve_s: float = 0.0) -> TuneResult:
+                 reserve_s: float = 0.0, gatherer=None, climb_s: float = 0.0) -> TuneResult:
     records, live, skipped = [], [], 0
     total = len(order)
     # 1. prepare (compile, warm up, check) while the budget holds one more preparation
@@ -375,7 +387,24 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
             round_s += prep.warm_ms / 1e3
         _bar(log, i + 1, total, f"prepared ({len(live)} to time)")
     # 2. time in rounds, each in a freshly shuffled order
-    rounds, dropped = _rounds(live, bench, deadline - reserve_s, log, seed)
+    rounds, dropped = _rounds(live, bench, deadline - reserve_s - climb_s, log, seed)
+    # 3. climb from the fastest: its neighbours, timed beside it (``climb.py``)
+    climbed = climb_prepared = 0
+    if gatherer is not None and climb_s > 0 and time.perf_counter() < deadline - reserve_s:
+        def make_live(c, prep, error):
+            rec = TuneRecord(c.schedule, c.source, c.predicted_cost, None, error,
+                             tuple(c.sources))
+            records.append(rec)
+            if prep is None:
+                if store is not None:
+                    store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost,
+                              None, error)
+                return None
+            lv = _Live(rec, prep, c.hash)
+            live.append(lv)
+            return lv
+        climbed, climb_prepared = climb(gatherer, live, bench, deadline - reserve_s, log, seed,
+                                        make_live)
     rows = []
     for lv in live:
         r = lv.rec
@@ -401,9 +430,10 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
     rho = spearman([p for p, _ in pairs], [m for _, m in pairs])
     noises = [r.noise for r in ok if r.noise is not None]
     noise = statistics.median(noises) if noises else None
-    return TuneResult(_tuned(best), records, rho, best_ms, prepared, skipped,
-                      noise=noise, rounds=rounds, dropped=dropped, shuffle_seed=seed,
-                      winner=winner, confirm_rounds=n_confirm)
+    return TuneResult(_tuned(best), records, rho, best_ms, prepared + climb_prepared,
+                      skipped, noise=noise, rounds=rounds, dropped=dropped,
+                      shuffle_seed=seed, winner=winner, confirm_rounds=n_confirm,
+                      climbed=climbed)
 
 
 def _confirm(live, best, bench, deadline, log, seed) -> tuple:

@@ -181,16 +181,17 @@ class Gatherer:
         return out
 
     def neighbours(self, base: Candidate, deadline: float | None = None) -> None:
-        """Tile changes (one dimension of one group doubled or halved) and unfusions."""
+        """Tile changes (one dimension of one group doubled or halved; an untiled one
+        cut at the largest power of two below its extent) and unfusions."""
         cols = list(base.columns)
         for i, (g, t, _) in enumerate(cols):
             region = self.problem.regions[g.output]
             for d, s in enumerate(t.sizes):
                 if deadline is not None and time.perf_counter() > deadline:
                     return
-                if s is None:
-                    continue
                 ext = region[d][1] - region[d][0] + 1
+                if s is None:             # untiled: cut it, at the power of two below
+                    s = 1 << max(0, ext - 1).bit_length()
                 for new, word in ((s * 2, "*2"), (s // 2, "/2")):
                     if new < 1:
                         continue
