@@ -44,16 +44,18 @@ def export(dbs, description: str = "") -> dict:
                             "estimates": json.loads(est), "spec_name": spec_name,
                             "spec": json.loads(spec), "threads": threads, "created": created,
                             "pipeline_hash": ph})
-            for sh, sj, src, pc, ms, err, at in c.execute(
+            cols = {r[1] for r in c.execute("PRAGMA table_info(measurements)")}
+            note = "note" if "note" in cols else "NULL"      # a version 1 file has none
+            for sh, sj, src, pc, ms, err, at, nt in c.execute(
                     "SELECT schedule_hash, schedule_json, source, predicted_cost, measured_ms, "
-                    "error, measured_at FROM measurements WHERE key = ? "
+                    f"error, measured_at, {note} FROM measurements WHERE key = ? "
                     "ORDER BY measured_at, rowid", (key,)):
                 if pc is not None and pc == float("inf"):
                     pc = "inf"
                 rows.append({"key": key, "app": app, "build_params": params,
                              "estimates": json.loads(est), "source": src, "schedule_hash": sh,
                              "schedule_json": sj, "predicted_cost": pc, "measured_ms": ms,
-                             "error": err, "measured_at": at})
+                             "error": err, "measured_at": at, "note": nt})
     return {"description": description, "tunings": tunings, "measurements": rows}
 
 

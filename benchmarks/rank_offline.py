@@ -17,7 +17,9 @@ variants with no predicted cost of their own (``serial(...)``, ``vec2x(...)``:
 their recorded groups are their base's) are left out, and so are schedules
 without recorded groups (they cannot be priced); both are counted.  ``--all``
 prices the variants too (as their base), to show what the model misses.
-``--detail`` prints each schedule's terms, fastest first.
+``--detail`` prints each schedule's terms, fastest first.  ``--no-climb`` leaves out the
+schedules the autotuner's climb measured (their note says so; stop 28 on): near
+neighbours of the fastest, within a few per cent of it, they weigh on rho as ties do.
 """
 from __future__ import annotations
 
@@ -42,6 +44,10 @@ def load(path) -> dict:
 
 def _is_variant(row) -> bool:
     return row["predicted_cost"] is None
+
+
+def _is_climb(row) -> bool:
+    return (row.get("note") or "").startswith("climb")
 
 
 def price_tuning(tuning: dict, rows: list, include_variants: bool = False) -> dict:
@@ -88,7 +94,7 @@ def label(tuning: dict, sizes) -> str:
 
 
 def rank(doc: dict, apps=None, detail: bool = False, include_variants: bool = False,
-         out=sys.stdout) -> dict:
+         out=sys.stdout, no_climb: bool = False) -> dict:
     """Print rho per tuning; returns {label: rho or None}."""
     from tilesolve.tune.stats import spearman
     by_key: dict = {}
@@ -99,7 +105,7 @@ def rank(doc: dict, apps=None, detail: bool = False, include_variants: bool = Fa
     for t in doc["tunings"]:
         if apps and t["app"] not in apps:
             continue
-        rows = by_key.get(t["key"], [])
+        rows = [r for r in by_key.get(t["key"], []) if not (no_climb and _is_climb(r))]
         res = price_tuning(t, rows, include_variants)
         pts = res["points"]
         rho = spearman([p for p, *_ in pts], [m for _, m, *_ in pts])
@@ -134,8 +140,10 @@ def main(argv=None) -> int:
     ap.add_argument("--detail", action="store_true", help="every schedule's terms")
     ap.add_argument("--all", action="store_true",
                     help="price the serial/vec2x variants too (as their base)")
+    ap.add_argument("--no-climb", action="store_true",
+                    help="leave out the schedules autotune's climb measured")
     a = ap.parse_args(argv)
-    rank(load(a.file), a.app, a.detail, a.all)
+    rank(load(a.file), a.app, a.detail, a.all, no_climb=a.no_climb)
     return 0
 
 
