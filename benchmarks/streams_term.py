@@ -1,7 +1,7 @@
 """The cost model's ``streams`` term (rows a tile touches beyond the prefetcher): what
 it predicts against what runs, and what it changes in the solvers' schedules.
 
-    python benchmarks/streams_term.py grid [--threads 2] [--rounds 5] [--json FILE]
+    python benchmarks/streams_term.py grid [--wide] [--threads 2] [--rounds 5] [--json FILE]
     python benchmarks/streams_term.py solvers [--apps blur,unsharp] [--methods greedy,ilp]
                                               [--rounds 5] [--json FILE]
 
@@ -11,6 +11,14 @@ into a preallocated output); printed beside the model's prediction for the same 
 and Spearman's rho between them with and without the term.  (Stop 25, quiet machine,
 2 threads: 128 x 64 15.9 ms, 128 x 16 10.0 ms; rho -0.62 without the term, 0.78 with
 it.)
+
+``grid --wide``: tiles 16-6400 wide (6400: whole rows) and 4-64 high instead, every
+width dividing 6400.  (Stop 28, quiet machine, 2 threads: 16 x 4 and 32 x 4 ran 9.2 ms,
+128 x 8 10.7, 256 x 8 11.4, 640 x 8 14.5, 3200 x 8 17.4, 6400 x 8 15.4; the model's rho
+over the 50 tiles: 0.02.  Wider tiles run slower with nothing the model prices growing;
+a term for it (extra cost per word of rows read in runs over 64 bytes, growing to 2 KB,
+gated by the balance of arithmetic and memory) raised this grid's rho to 0.65 but made
+the solvers' schedules of 8 other apps up to 2.4x slower, and was not kept.)
 
 ``solvers``: each app's greedy and ILP schedule at the paper size solved twice, with
 the term and without it (``STREAM_MISS_LOADS`` set to 0); where the schedules differ,
@@ -34,6 +42,8 @@ from tilesolve.solver import cost as cost_mod
 
 XS = (16, 32, 64, 128, 256, 512)
 YS = (4, 8, 16, 32, 64, 128, 256)
+XS_WIDE = (16, 32, 64, 128, 256, 320, 640, 1280, 3200, 6400)
+YS_WIDE = (4, 8, 16, 32, 64)
 
 
 def _blur_tiled(pipe, tx: int, ty: int):
@@ -53,7 +63,7 @@ def _spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def grid(threads: int, rounds: int) -> dict:
+def grid(threads: int, rounds: int, wide: bool = False) -> dict:
     from tilesolve.solver.cost import CostModel
     from tilesolve.solver.problem import Problem
     from tilesolve.solver.space import Group, Tiling
@@ -61,9 +71,10 @@ def grid(threads: int, rounds: int) -> dict:
     sizes = [6400, 4800]
     pipe, est = app.build(sizes)
     inputs = app.make_inputs(sizes, seed=0)
+    xs, ys = (XS_WIDE, YS_WIDE) if wide else (XS, YS)
     builds = {}
-    for tx in XS:
-        for ty in YS:
+    for tx in xs:
+        for ty in ys:
             c = ts.compile(pipe, _blur_tiled(pipe, tx, ty), num_threads=threads)
             builds[(tx, ty)] = (c, c.realize(sizes, **inputs))
     times = {k: math.inf for k in builds}
@@ -89,10 +100,10 @@ def grid(threads: int, rounds: int) -> dict:
     keys = list(builds)
     ms = [times[k] * 1e3 for k in keys]
     print(f"blur {sizes}, {threads} threads: ms (predicted, 1e9) per tile width x height")
-    print("width " + " ".join(f"{y:>13d}" for y in YS))
-    for tx in XS:
+    print("width " + " ".join(f"{y:>13d}" for y in ys))
+    for tx in xs:
         print(f"{tx:5d} " + " ".join(f"{times[(tx, y)] * 1e3:6.1f} ({with_term[(tx, y)] / 1e9:4.2f})"
-                                     for y in YS))
+                                     for y in ys))
     rho = _spearman([with_term[k] for k in keys], ms)
     rho0 = _spearman([without[k] for k in keys], ms)
     print(f"Spearman rho, predicted vs measured: {rho:.3f} with the term, {rho0:.3f} without")
@@ -146,11 +157,12 @@ def main(argv=None) -> int:
     ap.add_argument("--apps", default=",".join(list_apps()))
     ap.add_argument("--methods", default="greedy,ilp")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--wide", action="store_true", help="grid: tiles up to whole rows")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     if a.what == "grid":
-        res = grid(a.threads, a.rounds)
+        res = grid(a.threads, a.rounds, a.wide)
     else:
         res = solvers(a.apps.split(","), a.methods.split(","), a.rounds)
     if a.json:

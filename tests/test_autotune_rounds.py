@@ -318,3 +318,15 @@ def test_the_shuffles_follow_the_seed():
     assert orders(3) == orders(3)
     assert orders(3) != orders(4)
     assert len(orders(3)) == 6 * tat.MIN_ROUNDS
+
+
+def test_rounds_leave_the_climb_its_share_only_after_enough_rounds():
+    """``early=(time, n)``: past ``time``, the rounds stop, but not before ``n`` rounds
+    (a tuning whose rounds need the whole budget is not cut short for the climb)."""
+    live = _live(2)
+    now = time.perf_counter()
+    rounds, _ = tat._rounds(live, _FakeBench(0.0), now + 60.0, _Log(), 0, early=(now, 5))
+    assert rounds == 5
+    rounds, _ = tat._rounds(_live(2), _FakeBench(0.0), now + 60.0, _Log(), 0,
+                            early=(now + 60.0, 5))
+    assert rounds == tat.MAX_ROUNDS                 # the early stop not reached

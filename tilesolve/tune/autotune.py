@@ -34,8 +34,10 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
    later rounds (said in its record's ``note``).  A candidate's figure
    (``measured_ms``) is its fastest run; its median and spread are kept.  The
    rounds stop ``CONFIRM_SHARE`` of the budget early;
-4. the climb (``climb.py``), within ``CLIMB_SHARE`` of the budget (the rounds stop
-   that much earlier too): the neighbours of the fastest schedule measured are
+4. the climb (``climb.py``), within what the rounds leave, at most ``CLIMB_SHARE`` of
+   the budget (the rounds stop that much earlier, but only after
+   ``CLIMB_AFTER_ROUNDS`` rounds: a tuning whose rounds fill the budget climbs
+   little or not at all, and measures as many candidates as without): the neighbours of the fastest schedule measured are
    measured beside it, and the fastest of them becomes the next base while one is
    faster, so that a best schedule two or more steps from the solvers' answers is
    found;
@@ -62,7 +64,7 @@ from dataclasses import dataclass, field
 
 
 from ..errors import SolverError, TilesolveError
-from .climb import CLIMB_SHARE, climb
+from .climb import CLIMB_AFTER_ROUNDS, CLIMB_SHARE, climb
 from .measure import Bench, Timing
 from .stats import spearman
 
@@ -387,7 +389,8 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
             round_s += prep.warm_ms / 1e3
         _bar(log, i + 1, total, f"prepared ({len(live)} to time)")
     # 2. time in rounds, each in a freshly shuffled order
-    rounds, dropped = _rounds(live, bench, deadline - reserve_s - climb_s, log, seed)
+    rounds, dropped = _rounds(live, bench, deadline - reserve_s, log, seed,
+                              early=(deadline - reserve_s - climb_s, CLIMB_AFTER_ROUNDS))
     # 3. climb from the fastest: its neighbours, timed beside it (``climb.py``)
     climbed = climb_prepared = 0
     if gatherer is not None and climb_s > 0 and time.perf_counter() < deadline - reserve_s:
@@ -482,15 +485,18 @@ def _confirm(live, best, bench, deadline, log, seed) -> tuple:
     return win.rec, n
 
 
-def _rounds(live, bench, deadline, log, seed) -> tuple:
+def _rounds(live, bench, deadline, log, seed, early=None) -> tuple:
     """Time ``live`` in rounds (see the module docstring): ``(rounds, dropped)``.
-    Appends each run's ms to its ``_Live.times``; a run that raises fails its record."""
+    Appends each run's ms to its ``_Live.times``; a run that raises fails its record.
+    ``early``: ``(time, n)``: after ``n`` rounds, stop at ``time`` (the climb's share)."""
     from .measure import _first_line
     rng = random.Random(seed)
     active = list(live)
     rounds, dropped, last_s = 0, 0, 0.0
     while active and rounds < MAX_ROUNDS:
         if rounds >= MIN_ROUNDS and time.perf_counter() + last_s >= deadline:
+            break
+        if early and rounds >= early[1] and time.perf_counter() + last_s >= early[0]:
             break
         this = list(active)
         rng.shuffle(this)

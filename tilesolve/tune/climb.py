@@ -4,7 +4,9 @@ The gathered candidates are the solvers' answers and the neighbours of the
 best-predicted and greedy ones: one step from where the cost model points.  When the
 model is wrong about a tile size (blur's and hist_eq's wide tiles ran 10-50 % slower
 than narrow ones the model priced higher), the fastest schedule may lie further than
-one step.  So after the timing rounds, within ``CLIMB_SHARE`` of the budget:
+one step.  So after the timing rounds, with what they leave of the budget (they stop
+``CLIMB_SHARE`` of it early, once they have run ``CLIMB_AFTER_ROUNDS``: a tuning
+whose rounds need the whole budget is not cut short for the climb):
 
 1. the base is the fastest candidate measured that the model describes (one built
    from (group, tiling) columns: a solver's answer or a neighbour);
@@ -25,11 +27,12 @@ import random
 import time
 
 CLIMB_SHARE = 0.25     # of the budget, at most, for the climb (before the confirmation)
+CLIMB_AFTER_ROUNDS = 7  # the rounds stop early for the climb only after this many
 CLIMB_ROUNDS = 3       # rounds timing a step's neighbours beside their base
 CLIMB_MARGIN = 0.01    # a neighbour replaces the base when this much faster
 MAX_STEPS = 8
 
-__all__ = ["climb", "CLIMB_SHARE", "CLIMB_ROUNDS", "CLIMB_MARGIN"]
+__all__ = ["climb", "CLIMB_SHARE", "CLIMB_AFTER_ROUNDS", "CLIMB_ROUNDS", "CLIMB_MARGIN"]
 
 
 def climb(gatherer, live, bench, deadline, log, seed, make_live) -> tuple:
