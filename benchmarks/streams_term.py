@@ -13,9 +13,9 @@ and Spearman's rho between them with and without the term.  (Stop 25, quiet mach
 it.)
 
 ``grid --wide``: tiles 16-6400 wide (6400: whole rows) and 4-64 high instead, every
-width dividing 6400.  (Stop 28, quiet machine, 2 threads: 16 x 4 and 32 x 4 ran 9.2 ms,
-128 x 8 10.7, 256 x 8 11.4, 640 x 8 14.5, 3200 x 8 17.4, 6400 x 8 15.4; the model's rho
-over the 50 tiles: 0.02.  Wider tiles run slower with nothing the model prices growing;
+width dividing 6400.  (Stop 28, quiet machine, 2 threads: 16 x 4 ran 9.2 ms, 32 x 4
+9.6, 128 x 8 and 256 x 8 10.9, 640 x 8 14.5, 3200 x 8 16.8, 6400 x 8 14.2; the model's
+rho over the 50 tiles: 0.11, results/blur_wide_tiles_2026-11-25.json.  Wider tiles run slower with nothing the model prices growing;
 a term for it (extra cost per word of rows read in runs over 64 bytes, growing to 2 KB,
 gated by the balance of arithmetic and memory) raised this grid's rho to 0.65 but made
 the solvers' schedules of 8 other apps up to 2.4x slower, and was not kept.)
