@@ -207,7 +207,8 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 client.close()
                 cluster.close()
             rec = {"app": name, "sizes": sizes, "layout": layout, "chunks": out_chunks,
-                   "workers": k, "worker_kind": "processes" if processes else "threads", "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
+                   "workers": k, "worker_kind": "processes" if processes else "threads",
+                   "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
                    "seconds": best, "graph_seconds": graph_s,
                    "task_assemble_seconds": assemble_s, "task_realize_seconds": realize_s,
                    "cpu_workers": worker_cpu, "cpu_client": client_cpu, "cpu_tasks": task_cpu,
@@ -242,9 +243,9 @@ def _compare(name, got, want):
 
 
 def format_records(records) -> str:
-    head = (f"{'app':8s} {'layout':6s} {'kind':4s} {'wk':>2s} {'tasks':>5s} {'bands':>5s} {'seconds':>7s} "
-            f"{'Mpx/s':>7s} {'speedup':>7s} {'realize':>7s} {'overhead':>8s} {'graph':>6s} "
-            f"{'in tasks':>13s} {'rest':>6s} {'copy MB':>7s} {'CPU s':>6s} {'CPU ovh':>7s} "
+    head = (f"{'app':8s} {'layout':6s} {'kind':4s} {'wk':>2s} {'tasks':>5s} {'bands':>5s} "
+            f"{'seconds':>7s} {'Mpx/s':>7s} {'speedup':>7s} {'realize':>7s} {'overhead':>8s} "
+            f"{'graph':>6s} {'in tasks':>13s} {'rest':>6s} {'copy MB':>7s} {'CPU s':>6s} {'CPU ovh':>7s} "
             f"{'pred.':>6s}  peak RSS / data per worker (MB)")
     lines = [head, "-" * len(head)]
     for r in records:
@@ -252,9 +253,9 @@ def format_records(records) -> str:
         in_tasks = r["task_assemble_seconds"] + r["task_realize_seconds"]
         rest = r["seconds"] - r["graph_seconds"] - in_tasks / r["workers"]
         kind = "thr" if r.get("worker_kind") == "threads" else "proc"
-        lines.append(f"{r['app']:8s} {r['layout']:6s} {kind:4s} {r['workers']:2d} {r['tasks']:5d} "
-                     f"{r['bands']:5.0f} {r['seconds']:7.3f} {r['mpix_per_s']:7.1f} "
-                     f"{r['speedup']:6.2f}x {r['realize_seconds']:7.3f} {r['overhead']:+7.0%} "
+        lines.append(f"{r['app']:8s} {r['layout']:6s} {kind:4s} {r['workers']:2d} "
+                     f"{r['tasks']:5d} {r['bands']:5.0f} {r['seconds']:7.3f} "
+                     f"{r['mpix_per_s']:7.1f} {r['speedup']:6.2f}x {r['realize_seconds']:7.3f} {r['overhead']:+7.0%} "
                      f"{r['graph_seconds']:6.3f} {r['task_assemble_seconds']:5.3f}+"
                      f"{r['task_realize_seconds']:<7.3f} {rest:6.3f} {r['copied_mb']:7.1f} "
                      f"{r['cpu_total']:6.3f} {r['cpu_overhead']:+6.0%} "

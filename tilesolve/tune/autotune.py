@@ -37,10 +37,10 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
 4. the climb (``climb.py``), within what the rounds leave, at most ``CLIMB_SHARE`` of
    the budget (the rounds stop that much earlier, but only after
    ``CLIMB_AFTER_ROUNDS`` rounds: a tuning whose rounds fill the budget climbs
-   little or not at all, and measures as many candidates as without): the neighbours of the fastest schedule measured are
-   measured beside it, and the fastest of them becomes the next base while one is
-   faster, so that a best schedule two or more steps from the solvers' answers is
-   found;
+   little or not at all, and measures as many candidates as without): the
+   neighbours of the fastest schedule measured are measured beside it, and the
+   fastest of them becomes the next base while one is faster, so that a best
+   schedule two or more steps from the solvers' answers is found;
 5. the ``CONFIRM_K`` fastest, and greedy's answer, are timed again head to head
    (``_confirm``: each runs twice a round, the second run timed), and the fastest
    there is the answer (``TuneResult.winner``; each finalist's ``confirmed_ms``):
@@ -358,6 +358,21 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
                  reserve_s: float = 0.0, gatherer=None, climb_s: float = 0.0) -> TuneResult:
     records, live, skipped = [], [], 0
     total = len(order)
+
+    def record(c, prep, error):
+        """``c``'s TuneRecord, added to ``records``; its ``_Live``, added to ``live``,
+        when it was prepared, else None (the failure stored)."""
+        rec = TuneRecord(c.schedule, c.source, c.predicted_cost, None, error, tuple(c.sources))
+        records.append(rec)
+        if prep is None:
+            if store is not None:
+                store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost, None,
+                          error)
+            return None
+        lv = _Live(rec, prep, c.hash)
+        live.append(lv)
+        return lv
+
     # 1. prepare (compile, warm up, check) while the budget holds one more preparation
     #    and MIN_ROUNDS rounds of everything prepared
     prepared, prep_s, round_s = 0, 0.0, 0.0
@@ -378,14 +393,7 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
         prep, error = bench.prepare(c.schedule)
         prep_s += time.perf_counter() - t
         prepared += 1
-        rec = TuneRecord(c.schedule, c.source, c.predicted_cost, None, error, tuple(c.sources))
-        records.append(rec)
-        if prep is None:
-            if store is not None:
-                store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost, None,
-                          error)
-        else:
-            live.append(_Live(rec, prep, c.hash))
+        if record(c, prep, error) is not None:
             round_s += prep.warm_ms / 1e3
         _bar(log, i + 1, total, f"prepared ({len(live)} to time)")
     # 2. time in rounds, each in a freshly shuffled order
@@ -394,20 +402,8 @@ def _measure_all(order, stored, bench, store, key, deadline, log, seed=0,
     # 3. climb from the fastest: its neighbours, timed beside it (``climb.py``)
     climbed = climb_prepared = 0
     if gatherer is not None and climb_s > 0 and time.perf_counter() < deadline - reserve_s:
-        def make_live(c, prep, error):
-            rec = TuneRecord(c.schedule, c.source, c.predicted_cost, None, error,
-                             tuple(c.sources))
-            records.append(rec)
-            if prep is None:
-                if store is not None:
-                    store.put(key, c.hash, c.schedule.to_json(), c.source, c.predicted_cost,
-                              None, error)
-                return None
-            lv = _Live(rec, prep, c.hash)
-            live.append(lv)
-            return lv
         climbed, climb_prepared = climb(gatherer, live, bench, deadline - reserve_s, log, seed,
-                                        make_live)
+                                        record)
     rows = []
     for lv in live:
         r = lv.rec

@@ -35,12 +35,12 @@ MAX_STEPS = 8
 __all__ = ["climb", "CLIMB_SHARE", "CLIMB_AFTER_ROUNDS", "CLIMB_ROUNDS", "CLIMB_MARGIN"]
 
 
-def climb(gatherer, live, bench, deadline, log, seed, make_live) -> tuple:
+def climb(gatherer, live, bench, deadline, log, seed, record) -> tuple:
     """Climb from the fastest of ``live`` (see the module docstring) until ``deadline``.
 
     ``gatherer``: the ``candidates.Gatherer`` of the tuning (its ``found`` maps each
     live candidate's hash to its Candidate); ``live``: the timed candidates
-    (``autotune._Live``); ``make_live(candidate, prep, error)`` records a prepared
+    (``autotune._Live``); ``record(candidate, prep, error)`` records a prepared
     neighbour (its ``TuneRecord``, and a failure in the database) and returns its
     ``_Live``, added to ``live``, or None when it failed.  Returns ``(steps taken
     (times a neighbour became the base), neighbours prepared)``."""
@@ -71,7 +71,7 @@ def climb(gatherer, live, bench, deadline, log, seed, make_live) -> tuple:
             prep, error = bench.prepare(c.schedule)
             prep_s += time.perf_counter() - t
             prepared += 1
-            lv = make_live(c, prep, error)
+            lv = record(c, prep, error)
             if lv is None:
                 continue
             lv.rec.note = f"climb step {steps + 1}"
