@@ -102,3 +102,18 @@ def test_an_untiled_dimension_has_a_tiled_neighbour():
     tiles = {c.columns[0][1].sizes for c in g.candidates() if c.columns and c is not base}
     d = untiled[0]
     assert any(t[d] == 32 for t in tiles)        # 64 (or 48) wide: cut at 32
+
+
+def test_a_second_call_goes_on_from_the_stored_best(landscape, monkeypatch, tmp_path):
+    """Without the climb, a first call ends at the best of the solvers' answers and
+    their neighbours; a second call with the same database gathers the stored best's
+    neighbours too, and measures a faster one (nothing known is measured again)."""
+    monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
+    pipe, est = blur.build(SIZES)
+    path = tmp_path / "tune.sqlite"
+    first = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=path, progress=False)
+    best = min((r for r in first.records if r.ok), key=lambda r: r.measured_ms)
+    again = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=path, progress=False)
+    new = [r for r in again.records if not r.reused]
+    assert any(r.source.startswith(f"tile({best.source}: ") for r in new)
+    assert again.best_ms < first.best_ms

@@ -48,7 +48,8 @@ schedule is often not the fastest on a given machine.  Steps, within ``budget_s`
    of the rounds is as often the luckiest draw as the fastest schedule;
 6. every measurement goes to the tuning database (``db.py``); a later call with
    the same key reuses them: known schedules are not measured again, and the
-   stored ones (the best among them) are candidates too.
+   stored ones (the best among them) are candidates too, and so are the stored
+   best's neighbours (so that a later call goes on from where a climb ended).
 
 The measurements also serve to refit the cost model: ``TuneResult.samples()``
 and :func:`refit` hand them to ``tilesolve.tune.fit.fit_spec``.
@@ -329,7 +330,13 @@ def _gather(problem, k, seed, t0, budget_s, stored, pipeline, log):
         except TilesolveError as e:
             g.notes.append(f"stored schedule {m.schedule_hash[:10]} no longer builds: {e}")
             continue
-        g.add_schedule(s, m.source, m.predicted_cost)
+        g.add_stored(s, m.source, m.predicted_cost)
+    # the stored best's neighbours: a later call goes on from where the last one ended
+    best_known = g.found.get(known[0].schedule_hash) if known and known[0].measured_ms \
+        is not None and known[0].error is None else None
+    if best_known is not None and best_known.columns is not None \
+            and time.perf_counter() < t0 + budget_s:
+        g.neighbours(best_known, t0 + budget_s)
     cands = g.candidates()
     modelled = [c for c in cands if c.predicted_cost is not None]
     best_pred = min(modelled, key=lambda c: (c.predicted_cost, c.hash)) if modelled else None

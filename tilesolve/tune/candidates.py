@@ -32,7 +32,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, TilesolveError
 from ..solver.cost import CostModel
 from ..solver.provenance import Provenance
 from ..solver.schedule_gen import schedule_from_columns
@@ -114,6 +114,20 @@ class Gatherer:
         cand = Candidate(schedule, source, predicted, h, [source], columns, cost)
         self.found[h] = cand
         return cand
+
+    def add_stored(self, schedule, source: str, predicted) -> Candidate | None:
+        """Record a schedule from the tuning database, with the (group, tiling) columns
+        it records priced again (its neighbours need them); without them for a variant
+        (``predicted`` None: its recorded groups are its base's) or one the model can
+        no longer price."""
+        from ..solver.predict import schedule_columns
+        columns = None
+        if predicted is not None:
+            try:
+                columns = self.priced([(g, t, None) for g, t in schedule_columns(schedule)])
+            except (TilesolveError, KeyError, ValueError):
+                columns = None
+        return self.add_schedule(schedule, source, predicted, columns)
 
     def add_columns(self, columns, source: str, method: str, prov=None,
                     merge: bool = True, feasible_only: bool = True) -> Candidate | None:
