@@ -228,8 +228,11 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
         for r in records:
             if r["app"] == name and "speedup" not in r:
                 r["speedup"] = base["seconds"] / r["seconds"]
-                busiest = max(max(r["cpu_workers"], default=0.0), r["cpu_client"]
-                              if r["cpu_workers"] else 0.0, r["cpu_total"] / r["workers"])
+                if r["cpu_workers"]:
+                    busiest = max(max(r["cpu_workers"]), r["cpu_client"],
+                                  r["cpu_total"] / r["workers"])
+                else:          # threads: one process's CPU, shared by its workers
+                    busiest = r["cpu_total"] / r["workers"]
                 r["predicted_speedup"] = base["cpu_total"] / busiest
     return records
 
