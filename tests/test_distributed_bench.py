@@ -37,6 +37,13 @@ def test_dask_bench_runs_and_counts_each_process_once(processes):
     assert ("proc" if processes else "thr") in text.splitlines()[2]
 
 
+def test_dask_bench_with_dasks_own_store():
+    recs = bench.run_dask_bench(2, ["blur"], scale=SCALE, repeat=1, layout="rows",
+                                processes=False, store="dask")
+    assert [(r["workers"], r["store"]) for r in recs] == [(1, "dask"), (2, "dask")]
+    assert all(r["seconds"] > 0 and r["task_realize_seconds"] > 0 for r in recs)
+
+
 def test_dask_bench_cli_rejects_unknown_worker_kind(capsys):
     from tilesolve.cli import main
     assert main(["bench", "--dask", "2", "--dask-workers", "fibers"]) == 2

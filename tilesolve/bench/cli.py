@@ -93,6 +93,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    default="processes",
                    help="with --dask: worker processes (Dask's default), workers as threads "
                         "of one process (compiled pipelines release the GIL), or both")
+    p.add_argument("--dask-store", choices=("tilesolve", "dask"), default="tilesolve",
+                   help="with --dask: write the chunks with tilesolve.distributed.store (one "
+                        "task a chunk computes and writes it) or with dask.array.store (a "
+                        "write task a chunk, and a final task)")
 
 
 def _validate(p: argparse.ArgumentParser, args) -> None:

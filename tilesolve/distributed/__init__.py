@@ -3,15 +3,16 @@
     import dask.array as da, tilesolve as ts
     fast = ts.compile(pipe, sched)
     out = ts.distributed.to_dask(fast, [W, H], chunks=(2048, 2048), input=da.from_zarr("in.zarr"))
-    out.to_zarr("out.zarr")
+    out.to_zarr("out.zarr")            # or ts.distributed.store(out, zarr_array): fewer tasks
 
 Needs the optional extra ``pip install 'tilesolve[dask]'`` (Dask is imported only when a
 graph is built).  See docs/distributed.md.
 """
 from .api import chunk_plan, chunk_regions, to_dask, warm_up  # noqa: F401
+from .store import store  # noqa: F401
 from .worker import process_stats  # noqa: F401
 
-__all__ = ["to_dask", "warm_up", "chunk_regions", "chunk_plan", "process_stats", "attach"]
+__all__ = ["to_dask", "store", "warm_up", "chunk_regions", "chunk_plan", "process_stats", "attach"]
 
 
 def attach(cls) -> None:

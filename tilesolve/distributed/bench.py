@@ -15,8 +15,10 @@ workers, one process's figures for all of them):
   neighbours' halos);
 * the chunk pipeline is compiled on every worker first;
 * a timed run builds the graph with ``to_dask`` and stores each chunk into a sink that
-  drops it (``da.store``; as writing to a fast store would, with no gather to the
-  client); best of ``repeat`` runs, and the breakdown below is that run's;
+  drops it (as writing to a fast store would, with no gather to the client), with
+  ``store="tilesolve"`` (:func:`tilesolve.distributed.store`: the task that computes a
+  chunk writes it) or ``"dask"`` (``da.store``: a write task a chunk and a final task);
+  best of ``repeat`` runs, and the breakdown below is that run's;
 * the baseline is one in-memory ``realize`` of the whole image with k threads (k the
   number of workers: equal parallelism);
 * where the time went: graph building on the client, inputs made ready in the tasks
@@ -98,7 +100,10 @@ def _scatter(client, da, arr, chunks, grouped: bool):
 
 
 class Discard:
-    """A ``da.store`` target that drops what it is given."""
+    """A store target of ``shape`` that drops what it is given."""
+
+    def __init__(self, shape=()):
+        self.shape = tuple(shape)
 
     def __setitem__(self, key, value):
         pass
@@ -129,11 +134,13 @@ def _per_process(stats: dict) -> dict:
 
 def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int = 3,
                    chunk_pixels: int | None = None, seed: int = 0, log=None,
-                   layout: str = "rows", processes: bool = True) -> list:
+                   layout: str = "rows", processes: bool = True,
+                   store: str = "tilesolve") -> list:
     """One record per (app, worker count): see the module docstring."""
     import dask.array as da
     import distributed
 
+    from . import store as store_chunks
     from . import to_dask, warm_up
     from .worker import process_stats, start_memory_sampler, stop_memory_sampler
     log = log or (lambda s: None)
@@ -183,7 +190,11 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                     out = to_dask(fast1, sizes, chunks, **srcs, **params)
                     t_graph = time.perf_counter() - t
                     outs = out if isinstance(out, tuple) else (out,)
-                    da.store(list(outs), [Discard() for _ in outs], lock=False)
+                    sinks = [Discard(o.shape) for o in outs]
+                    if store == "dask":
+                        da.store(list(outs), sinks, lock=False)
+                    else:
+                        store_chunks(list(outs), sinks)
                     dt = time.perf_counter() - t
                     c1 = time.process_time() - c0
                     a = _per_process(client.run(process_stats))
@@ -206,7 +217,8 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
             finally:
                 client.close()
                 cluster.close()
-            rec = {"app": name, "sizes": sizes, "layout": layout, "chunks": out_chunks,
+            rec = {"app": name, "sizes": sizes, "layout": layout, "store": store,
+                   "chunks": out_chunks,
                    "workers": k, "worker_kind": "processes" if processes else "threads",
                    "tasks": tasks, "bands": bands, "copied_mb": copied / 2 ** 20,
                    "seconds": best, "graph_seconds": graph_s,
@@ -285,7 +297,7 @@ def format_records(records) -> str:
 
 def main_dask(args, out=None, err=None) -> int:
     """``tilesolve bench --dask N`` (uses --apps, --repeat, --seed, --json, --quiet,
-    --dask-workers)."""
+    --dask-workers, --dask-store)."""
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     try:
@@ -314,5 +326,6 @@ def _both_layouts(args, processes: bool, quiet: bool, err) -> list:
     for layout in LAYOUTS:
         records += run_dask_bench(args.dask, args.apps, repeat=args.repeat,
                                   seed=args.seed, layout=layout, processes=processes,
+                                  store=getattr(args, "dask_store", None) or "tilesolve",
                                   log=None if quiet else (lambda s: err.write(f"[dask] {s}\n")))
     return records

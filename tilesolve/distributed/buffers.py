@@ -26,7 +26,8 @@ import numpy as np
 
 __all__ = ["OutputPool", "MAX_ARRAYS", "MAX_BYTES"]
 
-MAX_ARRAYS = 2
+MAX_ARRAYS = 4      # a threaded cluster's workers share one pool, and store() cuts a box
+                    # into a run that needs no halo and the band next to a chunk edge
 MAX_BYTES = 512 * 2 ** 20        # as chunking.MAX_TASK_BYTES: one task's outputs
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .buffers import OutputPool
 
-__all__ = ["ShippedPipeline", "compiled_for", "run_box", "assemble", "combine",
+__all__ = ["ShippedPipeline", "compiled_for", "run_box", "pieces_used", "assemble", "combine",
            "process_stats", "start_memory_sampler", "stop_memory_sampler"]
 
 _COMPILED: dict = {}
@@ -162,6 +162,13 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     _STATS["task_bytes"] = max(_STATS["task_bytes"], held)
     OUTPUTS.keep(outs)
     return outs[0] if len(outs) == 1 else outs
+
+
+def pieces_used(layout) -> int:
+    """How many of a ``run_box`` task's ``pieces`` its bands read; any after them are
+    dependencies for ordering only (see ``BoxGraph.finish``)."""
+    return sum(1 if spec[1] == "view" else len(spec[2][2])
+               for band in layout[1] for spec in band[4])
 
 
 def combine(op: str, *parts):

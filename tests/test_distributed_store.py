@@ -1,0 +1,174 @@
+"""tilesolve.distributed.store: chunks computed and written by one task each.
+
+Every result is compared with ``ts.reference.realize``.  Without a cluster the graph runs
+on Dask's threaded scheduler; one LocalCluster of two worker processes serves the rest.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilesolve as ts
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+zarr = pytest.importorskip("zarr")
+import tilesolve.distributed as tsd  # noqa: E402
+from tilesolve.distributed.store import _run_and_write, _runs, _store_graph  # noqa: E402
+from tilesolve.distributed.worker import pieces_used, run_box  # noqa: E402
+from test_distributed import _blur3, _same  # noqa: E402
+
+
+def _case(w=83, h=61, seed=0):
+    pipe = _blur3(ts.float32)
+    c = ts.compile(pipe)
+    img = np.random.default_rng(seed).random((h, w)).astype(np.float32)
+    return pipe, c, img, ts.reference.realize(pipe, [w, h], input=img)
+
+
+def _two_outputs():
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.int32, 2, "input")
+    m = ts.boundary.repeat_edge(inp)
+    a, b = ts.Func("a"), ts.Func("b")
+    b[x, y] = m[x, y - 1] + m[x, y + 1] * 3
+    a[x, y] = b[ts.min(x + 1, 44), y] - m[x - 1, y + 2]
+    return ts.Pipeline([a, b])
+
+
+def test_store_without_a_cluster_matches_reference_and_respects_regions():
+    pipe, c, img, want = _case()
+    out = tsd.to_dask(c, [83, 61], chunks=(13, 17), input=da.from_array(img, chunks=(20, 31)))
+    got = np.zeros(want.shape, np.float32)
+    tsd.store(out, got, client=False)
+    _same(got, want)
+    big = np.full((70, 90), -1, np.float32)
+    tsd.store([out], [big], regions=[(slice(4, 65), slice(7, 90))], client=False)
+    _same(big[4:65, 7:90], want)
+    assert (big[:4] == -1).all() and (big[:, :7] == -1).all() and (big[65:] == -1).all()
+
+
+def test_store_of_another_dask_array_gets_a_write_task():
+    pipe, c, img, want = _case(seed=1)
+    out = tsd.to_dask(c, [83, 61], chunks=(13, 17), input=da.from_array(img, chunks=(20, 31)))
+    got = np.zeros(want.shape, np.float32)
+    tsd.store(out * 2 + 1, got, client=False)
+    _same(got, want * 2 + 1)
+
+
+def test_store_errors_name_the_source_at_fault():
+    pipe, c, img, want = _case()
+    out = tsd.to_dask(c, [83, 61], input=img)
+    with pytest.raises(ValueError, match="source 0 has shape"):
+        tsd.store(out, np.zeros((3, 3), np.float32), client=False)
+    with pytest.raises(ValueError, match="1 sources but 2 targets"):
+        tsd.store([out], [np.zeros(want.shape), np.zeros(want.shape)], client=False)
+    with pytest.raises(ValueError, match=r"regions\[0\] spans 60 along axis 0"):
+        tsd.store(out, np.zeros((70, 90)), regions=(slice(0, 60), slice(0, 83)),
+                  client=False)
+
+
+def test_several_outputs_are_written_by_the_task_that_computes_them():
+    pipe = _two_outputs()
+    c = ts.compile(pipe)
+    img = np.random.default_rng(4).integers(-50, 50, (37, 45)).astype(np.int32)
+    want = ts.reference.realize(pipe, [45, 37], input=img)
+    a, b = tsd.to_dask(c, [45, 37], chunks=(11, 45), input=da.from_array(img, chunks=(9, 45)))
+    ga, gb = np.zeros_like(want[0]), np.zeros_like(want[1])
+    dsk, keys = _store_graph([a, b], [ga, gb], [None, None], False)
+    assert all(dsk[k][0] is _run_and_write for k in keys)        # no write task of its own
+    assert not any(isinstance(v, tuple) and v and v[0] is run_box for v in dsk.values())
+    tsd.store([a, b], [ga, gb], client=False)
+    np.testing.assert_array_equal(ga, want[0])
+    np.testing.assert_array_equal(gb, want[1])
+    only = np.zeros_like(want[1])
+    tsd.store(b, only, client=False)                              # one output of two
+    np.testing.assert_array_equal(only, want[1])
+
+
+def test_a_box_reading_a_halo_is_cut_into_runs_that_tile_it():
+    """Row-band inputs whose bands end inside an output chunk: the bands that read only
+    this chunk's views run first, the band reading the halo last; the runs' rows tile
+    the box and their pieces are the box's, each once."""
+    pipe, c, img, want = _case(w=1000, h=600, seed=2)
+    src = da.from_array(img, chunks=(50, 1000))
+    out = tsd.to_dask(c, [1000, 600], chunks=(200, 1000), input=src)
+    graph = dict(out.__dask_graph__())
+    cut = 0
+    for v in graph.values():
+        if not (isinstance(v, tuple) and v and v[0] is run_box):
+            continue
+        layout, pieces = v[2], v[3:3 + pieces_used(v[2])]
+        runs = _runs(layout, pieces)
+        rows = sorted((a0, a0 + shape[0]) for shape, _, _, a0 in runs)
+        assert rows[0][0] == 0 and rows[-1][1] == layout[0][0]
+        assert all(p[1] == q[0] for p, q in zip(rows, rows[1:]))
+        assert sorted(map(repr, sum((list(r[2]) for r in runs), []))) == \
+            sorted(map(repr, pieces))
+        if len(runs) > 1:
+            cut += 1
+            assert not any(str(p[0]).startswith("tilesolve-halo-")
+                           for p in runs[0][2] if isinstance(p, tuple))
+    assert cut >= 1
+    got = np.zeros(want.shape, np.float32)
+    tsd.store(out, got, client=False)
+    _same(got, want)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("zchunks", [(200, 1000), (2, 1000)])
+def test_store_on_worker_processes_into_zarr_matches_reference(client, tmp_path, zchunks):
+    """Output chunks aligned with the zarr chunks: no box is cut (two tasks would each
+    rewrite the storage chunk they share).  Zarr chunks of 2 rows: boxes are cut where
+    the halo band starts."""
+    pipe, c, img, want = _case(w=1000, h=600, seed=3)
+    src = client.persist(da.from_array(img, chunks=(50, 1000)))
+    out = tsd.to_dask(c, [1000, 600], chunks=(200, 1000), input=src)
+    z = zarr.open(str(tmp_path / "out.zarr"), mode="w", shape=want.shape, chunks=zchunks,
+                  dtype="f4")
+    with distributed.get_task_stream(client) as stream:
+        tsd.store(out, z)
+    _same(z[...], want)
+    tasks = {str(d["key"]) for d in stream.data if "tilesolve-store-" in str(d["key"])}
+    boxes = len(out.chunks[0]) * len(out.chunks[1])
+    assert len(tasks) == boxes if zchunks[0] == 200 else len(tasks) > boxes
+
+
+def test_a_numpy_target_is_refused_on_worker_processes(client):
+    pipe, c, img, want = _case()
+    out = tsd.to_dask(c, [83, 61], input=img)
+    with pytest.raises(TypeError, match="target 0 is a numpy array"):
+        tsd.store(out, np.zeros(want.shape, np.float32))
+
+
+def test_the_halo_is_cut_before_the_box_of_the_worker_holding_its_chunk(client):
+    """Inputs already on the workers (row bands, consecutive ones on one worker, as the
+    benchmark places them): the worker holding the chunk a halo is cut from runs that
+    cut first, so the box that needs it is not held up until that worker's own box is
+    done.  The chunks are written into a sink that drops them."""
+    from tilesolve.distributed.bench import Discard, _row_chunks, _scatter
+    pipe, c, img, want = _case(w=1000, h=600, seed=5)
+    src = _scatter(client, da, img, _row_chunks(img.shape, 12), True)
+    out = tsd.to_dask(c, [1000, 600], chunks=(300, 1000), input=src)
+    for _ in range(3):
+        with distributed.get_task_stream(client) as stream:
+            tsd.store(out, Discard(out.shape))
+        first = {}
+        for d in stream.data:
+            for ss in d["startstops"]:
+                if ss["action"] == "compute":
+                    first.setdefault(d["worker"], []).append((ss["start"], str(d["key"])))
+        halo_workers = [w for w, ts_ in first.items()
+                        if any("tilesolve-halo-" in k for _, k in ts_)]
+        assert halo_workers
+        for w in halo_workers:
+            assert "tilesolve-halo-" in min(first[w])[1], sorted(first[w])
