@@ -108,9 +108,18 @@ def test_zero_copy_and_odd_strides(compiled):
 def test_input_overlapping_output_is_copied(compiled):
     a = np.random.default_rng(3).random((3, 17)).astype(np.float32)
     want = _want(a, 3.0, 16, 3)
-    out = a[:, :16]                                   # not contiguous: rejected
-    with pytest.raises(RealizeError, match="C-contiguous"):
-        compiled.realize([16, 3], out=out, inp=a, k=3.0)
+    out = np.zeros((5, 20), np.float32)[1:4, 2:18]   # a window of a larger array
+    compiled.realize([16, 3], out=out, inp=a, k=3.0)
+    np.testing.assert_array_equal(out, want)
+    b = a.copy()                      # a window of the input: the input is copied first
+    compiled.realize([16, 3], out=b[:, :16], inp=b, k=3.0)
+    np.testing.assert_array_equal(b[:, :16], want)
+    with pytest.raises(RealizeError, match="dense rows"):
+        compiled.realize([8, 3], out=np.zeros((3, 16), np.float32)[:, ::2], inp=a, k=3.0)
+    with pytest.raises(RealizeError, match="not writeable"):
+        ro = np.zeros((3, 16), np.float32)
+        ro.flags.writeable = False
+        compiled.realize([16, 3], out=ro, inp=a, k=3.0)
     flat = a.ravel()
     inp = flat[: 3 * 17].reshape(3, 17)
     out = flat[: 3 * 16].reshape(3, 16)               # overlaps inp

@@ -9,7 +9,9 @@ block/thread loops split at barriers).  Each example is lowered, generated, comp
 LLVM and realized; the result must equal ``ts.reference.realize``: exactly for integers,
 within 1e-6 for floats.  When an output would be touched beyond the size asked for
 (its own update writes further, or another output reads it further) ``realize`` must
-refuse with a RealizeError instead; so must both when an input is read below 0.  The
+refuse with a RealizeError instead; so must both when an input is read below 0.  Half
+the CPU examples are realized once more into windows of larger arrays (``out=``), which
+must get the same values and leave the rest untouched.  The
 compiled code is a checked build (every access tested against its buffer).  An example
 costs about 0.15 s, so each test runs ten times the profile's examples: 250 each under
 ``ci`` (500 pipeline x schedule pairs), 10,000 each under ``fuzz``.
@@ -154,6 +156,17 @@ def _check(data, gpu: bool):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
         else:
             np.testing.assert_array_equal(g, w, err_msg=msg)
+    if not gpu and data.draw(st.booleans(), label="into windows"):
+        # out= windows of larger arrays (row strides beyond the width): the same
+        # values, and nothing written around them
+        pads = [np.full(tuple(n + 3 for n in g.shape), 7, g.dtype) for g in got]
+        wins = [p[tuple(slice(1, 1 + n) for n in g.shape)] for p, g in zip(pads, got)]
+        compiled.realize(sizes, out=wins if len(wins) > 1 else wins[0], **inputs)
+        for p, win, g in zip(pads, wins, got):
+            np.testing.assert_array_equal(win, g)
+            mask = np.ones(p.shape, bool)
+            mask[tuple(slice(1, 1 + n) for n in g.shape)] = False
+            assert (p[mask] == 7).all()
 
 
 @_SETTINGS

@@ -13,8 +13,10 @@ input, dimension, region needed and shape given) and never crash the process:
   dense (last axis stride != itemsize), whose strides are not multiples of its itemsize,
   or which overlaps an output, is copied first: the code is specialized for stride 1 in
   dimension 0); ``out=``
-  arrays must have the exact shape and dtype, be C-contiguous, writeable and not overlap
-  each other; every flat index must fit in int32.
+  arrays must have the exact shape and dtype, be writeable, have dense rows and
+  non-negative whole-element strides (C-contiguous, or a window of a larger array: the
+  code addresses outputs through their strides as it does inputs) and not overlap each
+  other; every flat index must fit in int32.
 
 A call keeps no state in the object (apart from a memo of the regions read for given
 argument shapes, filled atomically), so several Python threads may realize the same
@@ -178,9 +180,15 @@ class CompiledPipeline:
             if arr.dtype != types[n].dtype:
                 raise RealizeError(f"realize(): out= for output {n} has dtype {arr.dtype}; "
                                    f"expected {types[n].dtype}")
-            if not arr.flags.c_contiguous or not arr.flags.writeable:
-                raise RealizeError(f"realize(): out= for output {n} must be a writeable, "
-                                   "C-contiguous array (use np.ascontiguousarray)")
+            if not arr.flags.writeable:
+                raise RealizeError(f"realize(): out= for output {n} is not writeable")
+            if (arr.ndim and arr.shape[-1] > 1 and arr.strides[-1] != arr.itemsize) or \
+                    any(st % arr.itemsize or st < 0 for st in arr.strides):
+                raise RealizeError(
+                    f"realize(): out= for output {n} has strides {arr.strides}: it needs dense "
+                    f"rows (last axis stride {arr.itemsize}) and other strides that are "
+                    f"non-negative multiples of {arr.itemsize} (a window of a larger array "
+                    f"is fine; use np.ascontiguousarray otherwise)")
             for m, other in result.items():
                 if np.may_share_memory(arr, other):
                     raise RealizeError(f"realize(): the out= arrays of outputs {m} and {n} "
