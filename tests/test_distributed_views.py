@@ -60,7 +60,8 @@ def _views_inside(job, shapes):
     checked by numpy when slicing; here against the input shape)."""
     n = 0
     for key, task in _tasks(job).items():
-        for *_, inputs in task[2][1]:
+        for band in task[2][1]:
+            inputs = band[4]
             for name, kind, data in inputs:
                 if kind == "view":
                     n += 1
@@ -185,14 +186,33 @@ def test_deep_halos_keep_the_box_whole():
     assert job.split
 
 
-def test_two_dimensional_chunks_are_assembled_whole():
-    """Chunks cut across columns: no useful bands, the task assembles its region."""
+def test_two_dimensional_chunks_are_cut_into_a_grid():
+    """Chunks cut across columns: no row band reads inside one chunk, so each box is cut
+    into a grid: views where a sub-box reads inside its tile, copied strips along the
+    edges, each realized into its window of the output chunk (checked builds)."""
     pipe = _blur3(ts.float32, "repeat_edge")
     img = np.random.default_rng(6).random((40, 50), dtype=np.float32)
     job, (got,) = _run(ts.compile(pipe), [50, 40], (20, 25),
                        input=da.from_array(img, chunks=(20, 25)))
     _same(got, ts.reference.realize(pipe, [50, 40], input=img))
-    assert not job.split
+    assert len(job.split) == 4
+    for subs in job.split.values():
+        assert all(len(s) == 5 for s in subs) and sum(s[4] for s in subs) == 1
+        area = sum((b - a) * (d - c) for a, b, c, d, _ in subs)
+        assert area == 20 * 25                       # the sub-boxes tile the box
+    _views_inside(job, {"input": img.shape})
+
+
+def test_a_grid_over_tiles_that_do_not_match_the_output_chunks():
+    """Output chunks spanning 2 x 2 input tiles, and others straddling tile edges."""
+    pipe = _blur3(ts.float32, "repeat_edge")
+    img = np.random.default_rng(7).random((120, 200), dtype=np.float32)
+    want = ts.reference.realize(pipe, [200, 120], input=img)
+    for chunks in [(60, 100), (37, 53)]:
+        job, (got,) = _run(ts.compile(pipe), [200, 120], chunks,
+                           input=da.from_array(img, chunks=(30, 50)))
+        _same(got, want)
+        assert job.split and any(len(s) == 5 and s[4] for v in job.split.values() for s in v)
 
 
 # -- automatic chunks ------------------------------------------------------------------

@@ -30,9 +30,24 @@ import numpy as np
 
 from ..errors import ChunkingError
 from .bands import row_bands
+from .grid import grid_cut
 from .worker import run_box
 
 __all__ = ["BoxGraph", "block_boxes", "InGraphArray"]
+
+
+def _sub_box(origin: dict, sizes: dict, a: int, b: int, c=None, d=None):
+    """(origin, sizes) by output name of rows [a, b) (the outermost dimension) and, given
+    ``c``, columns [c, d) (dimension 0) of a box."""
+    o, s = {}, {}
+    for n, v in origin.items():
+        sz = list(sizes[n])
+        o[n] = list(v[:-1]) + [v[-1] + a]
+        s[n] = sz[:-1] + [b - a]
+        if c is not None:
+            o[n][0] += c
+            s[n][0] = d - c
+    return o, s
 
 
 def block_boxes(chunks):
@@ -179,8 +194,14 @@ class BoxGraph:
         band) plus their copy bands' strips, against copying the whole region.  Costs in
         the units of :attr:`.plan.ChunkPlan.point_costs` (ops and loads): a byte copied
         costs ``COPY_BYTE_COST`` of them."""
-        recompute = sum(work_of(a, b) for a, b, _, _ in bands) - work_of(0, rows)
-        strips = sum(self._copy_bytes(r) for _, _, r, view in bands if not view)
+        return self._cuts_pay([(work_of(a, b), r, view) for a, b, r, view in bands], whole,
+                              work_of(0, rows))
+
+    def _cuts_pay(self, pieces, whole, whole_work) -> bool:
+        """Whether the sub-boxes ``pieces`` [(work, regions, view?)] of a box cost less than
+        one copy of its input ``whole`` (see :meth:`_bands_pay`)."""
+        recompute = sum(w for w, _, _ in pieces) - whole_work
+        strips = sum(self._copy_bytes(r) for _, r, view in pieces if not view)
         return recompute + COPY_BYTE_COST * strips < COPY_BYTE_COST * self._copy_bytes(whole)
 
     def _inside(self, regions) -> bool:
@@ -291,35 +312,51 @@ class BoxGraph:
         cut = None
         if self.bands and extra is None and rows > 1 and not self._inside(regions):
             def regions_of(a, b):
-                o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
-                s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
-                return self._regions(o, s, None)
+                return self._regions(*_sub_box(origin, sizes, a, b), None)
+
             def work_of(a, b):
-                o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
-                s = {n: list(v[:-1]) + [b - a] for n, v in sizes.items()}
-                return self.plan.work(o, s, self.params, self.extents)
+                return self.plan.work(*_sub_box(origin, sizes, a, b), self.params, self.extents)
 
             def worth(bands):
                 return self._bands_pay(bands, regions, work_of, rows)
             cut = row_bands(regions_of, rows, self._inside, self._reach,
                             self._predict(regions_of, rows), worth)
+        if cut is None and self.bands and extra is None and len(first) == 2 and \
+                not self._inside(regions):
+            cut = self._grid(origin, sizes, first, regions)
         if cut is None:
             cut = [(0, rows, regions, None)]
+        cut = [c if len(c) == 6 else (c[0], c[1], None, None, c[2], c[3]) for c in cut]
         bands, keys, held = [], [], set()
-        for _, _, reg, view in cut:
+        for *_, reg, view in cut:
             if view:                   # the chunks this task reads views of
                 viewed: list = []
                 self._inputs(reg, viewed)
                 held.update(k for k in viewed if isinstance(k, tuple))
-        for a, b, reg, view in cut:
-            o = {n: list(v[:-1]) + [v[-1] + a] for n, v in origin.items()}
+        for a, b, c, d, reg, view in cut:
+            o, sz = _sub_box(origin, sizes, a, b, c, d)
             scalars = self.plan.scalars(o, reg, self.params, self.extents, extra)
-            bands.append((a, b, tuple(first[:-1]) + (b - a,), scalars,
-                          self._inputs(reg, keys, held)))
+            band = (a, b, tuple(next(iter(sz.values()))), scalars, self._inputs(reg, keys, held))
+            bands.append(band if c is None else band + ((c, d),))
         self.layer[key] = (run_box, self.plan.shipped, (tuple(reversed(first)), tuple(bands))) + \
             tuple(keys)
         self._boxes.append(key)
         self.read[key] = regions
         if len(cut) > 1:
-            self.split[key] = [(a, b, v) for a, b, _, v in cut]
+            self.split[key] = [(a, b, v) if c is None else (a, b, c, d, v)
+                               for a, b, c, d, _, v in cut]
         return key
+
+    def _grid(self, origin, sizes, first, regions):
+        """The box cut into a grid of sub-boxes (:func:`.grid.grid_cut`), or None."""
+        def regions_of(a, b, c, d):
+            return self._regions(*_sub_box(origin, sizes, a, b, c, d), None)
+
+        def work_of(a, b, c, d):
+            return self.plan.work(*_sub_box(origin, sizes, a, b, c, d), self.params,
+                                  self.extents)
+
+        def worth(subs):
+            return self._cuts_pay([(work_of(*s[:4]), s[4], s[5]) for s in subs], regions,
+                                  work_of(0, first[-1], 0, first[0]))
+        return grid_cut(regions_of, first[-1], first[0], self._inside, worth)

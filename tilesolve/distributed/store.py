@@ -119,7 +119,7 @@ def _runs(layout, pieces):
     it, at the cost of a round trip through the scheduler): where its worker starts its
     own box first, what waits is only the band next to the edge."""
     shape, bands = layout
-    if len(bands) < 2:
+    if len(bands) < 2 or any(len(band) > 5 for band in bands):     # a grid: kept whole
         return [(shape, bands, tuple(pieces), 0)]
     groups, k = [], 0
     for band in bands:

@@ -125,8 +125,9 @@ def _input(spec, pieces, k, pool, used):
 def run_box(shipped: ShippedPipeline, layout, *pieces):
     """Realize ``shipped`` over one box.  ``layout``: (numpy shape of the box, bands); a
     band is (first row, end row, its sizes innermost first, scalars (user Params and the
-    band's origin, slice mins, whole extents), input specs), realized into those rows
-    (numpy axis 0) of the output chunk.  An input spec is (name, "view", slices of its
+    band's origin, slice mins, whole extents), input specs[, (first column, end
+    column)]), realized into those rows (numpy axis 0), and those columns (the last axis)
+    when given, of the output chunk.  An input spec is (name, "view", slices of its
     piece) or (name, "copy", (numpy shape, dtype, per piece: (target slices, slices of the
     piece to take, or None for all of it))).
     ``pieces``: the arrays, in that order (positional, so that Dask resolves their
@@ -137,14 +138,19 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     names = c.pipeline.output_names
     outs = tuple(OUTPUTS.take(shape, c.pipeline.func(n).type.dtype) for n in names)
     k, pool, used, held, t_in, t_run = 0, _scratch_pool(), [], 0, 0.0, 0.0
-    for a, b, sizes, scalars, inputs in bands:
+    for a, b, sizes, scalars, inputs, *cols in bands:
         t0 = time.perf_counter()
         arrays = {}
         for spec in inputs:
             arrays[spec[0]], n = _input(spec, pieces, k, pool, used)
             k += n
         t1 = time.perf_counter()
-        rows = tuple(o[a:b] for o in outs) if len(bands) > 1 else outs
+        if cols:                      # a window of rows and columns (row stride kept)
+            (c0, c1), = cols
+            rows = tuple(o[(slice(a, b),) + (slice(None),) * (o.ndim - 2) + (slice(c0, c1),)]
+                         for o in outs)
+        else:
+            rows = tuple(o[a:b] for o in outs) if len(bands) > 1 else outs
         c.realize(list(sizes), out=rows[0] if len(rows) == 1 else rows, **arrays, **scalars)
         t_in += t1 - t0
         t_run += time.perf_counter() - t1
