@@ -110,6 +110,25 @@ def test_coordinates_params_resampling_and_two_outputs(client):
         _same(g, w)
 
 
+@pytest.mark.parametrize("app", ["blur", "camera_pipe", "hist_eq"])
+def test_solver_schedules_run_chunked(client, app):
+    """A schedule from solve_schedule (typed provenance, the solver's tilings) travels to
+    the workers and gives the reference's result at chunk sizes that divide nothing."""
+    from tilesolve.apps import get_app
+    mod = get_app(app)
+    sizes = [s * 3 for s in mod.SMALL_SIZE[:2]] + list(mod.SMALL_SIZE[2:])
+    pipe, est = mod.build(sizes)
+    inputs = mod.make_inputs(sizes, seed=1)
+    sched = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    c = ts.compile(pipe, sched)
+    chunks = tuple(reversed([37, 29] + list(sizes[2:])))
+    got = tsd.to_dask(c, sizes, chunks, **inputs)
+    want = ts.reference.realize(pipe, sizes, **inputs)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    for g, w in zip(da.compute(*got), want):
+        _same(g, w)
+
+
 _RANDOM = settings(max_examples=max(2, settings().max_examples // 6), deadline=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 

@@ -100,7 +100,8 @@ def test_tasks_reading_a_chunk_wait_for_the_halos_cut_from_it():
     halos = {k: v for k, v in job.layer.items()
              if isinstance(k, tuple) and str(k[0]).startswith("tilesolve-halo-")}
     assert len(tasks) == 2 and halos
-    for hkey, (_, chunk, _) in halos.items():
+    for hkey, (cut, chunk, _) in halos.items():
+        assert cut is W.cut_strips
         readers = [k for k, t in tasks.items() if chunk in t[3:]]
         assert readers and all(hkey in tasks[k][3:] for k in readers), (hkey, chunk)
     got = da.compute(job.arrays[0], scheduler="sync")[0]

@@ -61,6 +61,17 @@ def test_solver_provenance_is_typed_and_round_trips(method):
     assert s.copy() == s
 
 
+def test_a_plain_dict_copy_of_typed_provenance_still_goes_to_json():
+    """``dict(provenance)`` keeps the typed records inside (GroupRecord, IlpStats): the
+    JSON writer turns them into their dict forms at any depth."""
+    pipe = blur()
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", EST, method="greedy")
+    t = s.copy()
+    t.provenance = dict(s.provenance)
+    assert any(isinstance(g, GroupRecord) for g in t.provenance["groups"])
+    assert json.loads(t.to_json())["provenance"] == json.loads(s.to_json())["provenance"]
+
+
 def test_gpu_cost_and_infinite_costs_round_trip():
     gpu = GpuCost(256, (32, 8), 4096, 32, 0.75, 6, 132, 1000)
     c = Cost(math.inf, 1.0, 2.0, 3.0, 4.0, False, "too big", 10, 4096, 1.1, gpu)

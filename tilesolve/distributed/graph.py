@@ -31,7 +31,7 @@ import numpy as np
 from ..errors import ChunkingError
 from .bands import row_bands
 from .grid import grid_cut
-from .worker import run_box
+from .worker import cut_strips, run_box
 
 __all__ = ["BoxGraph", "block_boxes", "InGraphArray"]
 
@@ -138,36 +138,39 @@ class BoxGraph:
         for s in self.sources.values():
             if isinstance(s, InGraphArray):
                 self.layer[s.name] = s.array
-        self._slices: dict = {}
-        self._halo_of: dict = {}      # chunk key -> halo slices cut from it
+        self._halo_of: dict = {}      # chunk key -> (its halo task's key, {slices: index})
         self._boxes: list = []        # the run_box task keys
         self.read: dict = {}          # task key -> {input: region}, for tests and reports
         self.split: dict = {}         # task key -> [(row lo, row hi, view?)] when banded
 
     def _piece_key(self, src: _Source, bidx, local, whole):
+        """(key of the piece, index in it): the chunk itself (index None) when used
+        whole, else the halo task of the chunk (one per chunk, whatever the tasks cut from
+        it: each Dask task costs about half a millisecond of a worker) and the index of
+        this slice in the strips it returns."""
         key = (src.name,) + bidx
         if whole:
-            return key
-        memo = (src.name, bidx, tuple(local))
-        hit = self._slices.get(memo)
+            return key, None
+        hit = self._halo_of.get(key)
         if hit is None:
-            hit = (f"tilesolve-halo-{self.token}", len(self._slices))
-            self.layer[hit] = (operator.getitem, key, tuple(slice(a, b) for a, b in local))
-            self._slices[memo] = hit
-            self._halo_of.setdefault(key, []).append(hit)
-        return hit
+            hit = self._halo_of[key] = ((f"tilesolve-halo-{self.token}", len(self._halo_of)),
+                                        {})
+        return hit[0], hit[1].setdefault(tuple(local), len(hit[1]))
 
     def finish(self) -> None:
-        """Make every task that reads a chunk also wait for the halo slices cut from that
-        chunk for other tasks.  The slices then run before it on the worker holding the
-        chunk (where Dask places both), instead of queueing behind that worker's own long
-        task while the task that needs the halo, on another worker, idles: the two
-        boxes would run one after the other.  ``run_box`` ignores these extra
-        arguments."""
+        """Add the halo tasks, and make every task that reads a chunk also wait for the
+        halos cut from that chunk for other tasks.  The cut then runs before it on the
+        worker holding the chunk (where Dask places both), instead of queueing behind
+        that worker's own long task while the task that needs the halo, on another
+        worker, idles: the two boxes would run one after the other.  ``run_box`` ignores
+        these extra arguments."""
+        for chunk, (hkey, index) in self._halo_of.items():
+            self.layer[hkey] = (cut_strips, chunk, tuple(
+                tuple(slice(a, b) for a, b in local) for local in index))
         for key in self._boxes:
             deps = set(self.layer[key][3:])
-            extra = [h for c in deps if c in self._halo_of for h in self._halo_of[c]
-                     if h not in deps]
+            extra = [self._halo_of[c][0] for c in deps if c in self._halo_of
+                     and self._halo_of[c][0] not in deps]
             if extra:
                 self.layer[key] = self.layer[key] + tuple(extra)
 
@@ -297,8 +300,9 @@ class BoxGraph:
                     keys.append(key)
                     wheres.append((tuple(target), tuple(local)))
                     continue
-                keys.append(self._piece_key(src, bidx, local, whole))
-                wheres.append((tuple(target), None))
+                piece, index = self._piece_key(src, bidx, local, whole)
+                keys.append(piece)
+                wheres.append((tuple(target), index))
             shape = tuple(hi - lo + 1 for lo, hi in reg_np)
             specs.append((name, "copy", (shape, np.dtype(src.arr.dtype).str, tuple(wheres))))
         return tuple(specs)

@@ -33,7 +33,8 @@ def transfer_schedule(schedule, pipeline):
     if schedule is None:
         return None, []
     s = Schedule(pipeline, schedule.target)
-    s.provenance = dict(schedule.provenance)
+    prov = schedule.provenance       # a solver's typed provenance is read-only: shared
+    s.provenance = prov if hasattr(prov, "to_dict") else dict(prov)
     s.codegen = dict(schedule.codegen)
     skipped = []
     for d in schedule.directives:

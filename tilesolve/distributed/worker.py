@@ -18,8 +18,9 @@ import numpy as np
 
 from .buffers import OutputPool
 
-__all__ = ["ShippedPipeline", "compiled_for", "run_box", "pieces_used", "assemble", "combine",
-           "process_stats", "start_memory_sampler", "stop_memory_sampler"]
+__all__ = ["ShippedPipeline", "compiled_for", "run_box", "cut_strips", "pieces_used",
+           "assemble", "combine", "process_stats", "start_memory_sampler",
+           "stop_memory_sampler"]
 
 _COMPILED: dict = {}
 _LOCK = threading.Lock()
@@ -110,7 +111,8 @@ def _input(spec, pieces, k, pool, used):
         arr = pieces[k]
         return arr[tuple(slice(a, b) for a, b in data)], 1
     shape, dtype, wheres = data
-    mine = [(p if local is None else p[tuple(slice(a, b) for a, b in local)], where)
+    mine = [(p if local is None else p[local] if isinstance(local, int) else
+             p[tuple(slice(a, b) for a, b in local)], where)
             for p, (where, local) in zip(pieces[k:k + len(wheres)], wheres)]
     if len(mine) == 1 and mine[0][0].shape == tuple(shape):
         return assemble(shape, dtype, mine), 1           # the piece itself: never pooled
@@ -129,7 +131,8 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     column)]), realized into those rows (numpy axis 0), and those columns (the last axis)
     when given, of the output chunk.  An input spec is (name, "view", slices of its
     piece) or (name, "copy", (numpy shape, dtype, per piece: (target slices, slices of the
-    piece to take, or None for all of it))).
+    piece to take, or None for all of it, or the index of the strip to take from a
+    piece that is a tuple of halo strips))).
     ``pieces``: the arrays, in that order (positional, so that Dask resolves their
     keys)."""
     shape, bands = layout
@@ -168,6 +171,12 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
     _STATS["task_bytes"] = max(_STATS["task_bytes"], held)
     OUTPUTS.keep(outs)
     return outs[0] if len(outs) == 1 else outs
+
+
+def cut_strips(chunk: np.ndarray, slices) -> tuple:
+    """The halo strips other tasks need from ``chunk`` (views; Dask sends only their
+    data to another process)."""
+    return tuple(chunk[s] for s in slices)
 
 
 def pieces_used(layout) -> int:

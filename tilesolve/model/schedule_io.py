@@ -192,9 +192,16 @@ def to_json(s) -> str:
                             f"{e}") from None
 
 
-def _plain(prov):
-    """Provenance as plain data: a solver's typed provenance gives its dict form."""
-    return prov.to_dict() if hasattr(prov, "to_dict") else prov
+def _plain(v):
+    """Provenance as plain data: a solver's typed records give their dict forms, at any
+    depth (a plain dict copied from a typed provenance still holds typed records)."""
+    if hasattr(v, "to_dict"):
+        return v.to_dict()
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    return v
 
 
 def _dump(v) -> str:
