@@ -78,9 +78,11 @@ class _Source:
 
     def block_of(self, region_np):
         """The block index holding all of ``region_np`` ([(lo, hi)] per numpy axis,
-        inclusive), or None when it crosses a block boundary."""
+        inclusive), or None when it crosses a block boundary or leaves the array."""
         idx = []
         for (lo, hi), b in zip(region_np, self.bounds):
+            if lo < 0 or hi >= b[-1]:
+                return None
             i = bisect_right(b, lo) - 1
             if hi >= b[i + 1]:
                 return None
@@ -89,13 +91,15 @@ class _Source:
 
     def pieces(self, region_np):
         """(block index, block-local slice, region-local slice, whole block?) covering
-        ``region_np``."""
+        the part of ``region_np`` inside the array (the rest is padding: see
+        ``ChunkPlan._with_code_reads``)."""
         per_axis = []
         for (lo, hi), b in zip(region_np, self.bounds):
-            first, last = bisect_right(b, lo) - 1, bisect_right(b, hi) - 1
+            clo, chi = max(lo, 0), min(hi, b[-1] - 1)
+            first, last = bisect_right(b, clo) - 1, bisect_right(b, chi) - 1
             axis = []
             for i in range(first, last + 1):
-                a, z = max(lo, b[i]), min(hi + 1, b[i + 1])
+                a, z = max(clo, b[i]), min(chi + 1, b[i + 1])
                 axis.append((i, (a - b[i], z - b[i]), (a - lo, z - lo), b[i + 1] - b[i]))
             per_axis.append(axis)
         for combo in itertools.product(*per_axis):
@@ -208,9 +212,24 @@ class BoxGraph:
         return recompute + COPY_BYTE_COST * strips < COPY_BYTE_COST * self._copy_bytes(whole)
 
     def _inside(self, regions) -> bool:
-        return all(isinstance(s, InGraphArray) or
-                   s.block_of(list(reversed(regions[n]))) is not None
+        """Whether each input region lies inside one chunk (a numpy input: inside the
+        array; a region the code reads past the input is padded, so copied)."""
+        return all(all(lo >= 0 and hi < e for (lo, hi), e in
+                       zip(reversed(regions[n]), s.shape)) if isinstance(s, InGraphArray)
+                   else s.block_of(list(reversed(regions[n]))) is not None
                    for n, s in self.sources.items() if n in regions)
+
+    def _crosses_columns(self, regions) -> bool:
+        """Whether some input region crosses a chunk boundary along dimension 0 (chunks
+        cut across columns: where row bands cannot help and a grid can)."""
+        for n, s in self.sources.items():
+            if isinstance(s, InGraphArray) or not regions.get(n):
+                continue
+            lo, hi = regions[n][0]
+            b = s.bounds[-1]
+            if lo < 0 or hi >= b[-1] or bisect_right(b, lo) != bisect_right(b, hi):
+                return True
+        return False
 
     def _reach(self, r0, r1):
         """How many rows from a row reading ``r0`` (the next one reading ``r1``) stay in
@@ -285,7 +304,14 @@ class BoxGraph:
             reg_np = list(reversed(regions[name]))
             if isinstance(src, InGraphArray):
                 keys.append(src.name)
-                specs.append((name, "view", tuple((lo, hi + 1) for lo, hi in reg_np)))
+                if all(lo >= 0 and hi < n for (lo, hi), n in zip(reg_np, src.shape)):
+                    specs.append((name, "view", tuple((lo, hi + 1) for lo, hi in reg_np)))
+                    continue
+                clip = [(max(lo, 0), min(hi, n - 1)) for (lo, hi), n in zip(reg_np, src.shape)]
+                specs.append((name, "copy", (tuple(hi - lo + 1 for lo, hi in reg_np),
+                                             np.dtype(src.dtype).str, ((
+                    tuple((a - lo, b - lo + 1) for (a, b), (lo, _) in zip(clip, reg_np)),
+                    tuple((a, b + 1) for a, b in clip)),))))
                 continue
             bidx = src.block_of(reg_np)
             if bidx is not None:       # a view of one chunk, sliced inside the task
@@ -326,7 +352,7 @@ class BoxGraph:
             cut = row_bands(regions_of, rows, self._inside, self._reach,
                             self._predict(regions_of, rows), worth)
         if cut is None and self.bands and extra is None and len(first) == 2 and \
-                not self._inside(regions):
+                self._crosses_columns(regions):
             cut = self._grid(origin, sizes, first, regions)
         if cut is None:
             cut = [(0, rows, regions, None)]

@@ -80,6 +80,8 @@ class ChunkPlan:
         run = rewrite(pipeline, outputs=outputs, as_images=as_images, tile=tile,
                       slice_clamps=True).pipeline        # what the workers compile
         self.schedule, self.skipped = transfer_schedule(schedule, run)
+        self._run = run
+        self._lowered = None
         self.shipped = ShippedPipeline(run, self.schedule, num_threads)
         self._memo: dict = {}
         self._memo_lock = threading.Lock()
@@ -192,4 +194,39 @@ class ChunkPlan:
                 continue
             clipped = [(max(lo, 0), min(hi, e - 1)) for (lo, hi), e in zip(ib, extents[n])]
             out[n] = None if any(lo > hi for lo, hi in clipped) else clipped
-        return out, work
+        return self._with_code_reads(out, origin, sizes, params, extents, extra), work
+
+    @property
+    def lowered(self):
+        """The chunk program as the workers compile it, lowered (once, on demand)."""
+        if self._lowered is None:
+            from ..lower import lower
+            self._lowered = lower(self._run, self.schedule)
+        return self._lowered
+
+    def _with_code_reads(self, regions, origin, sizes, params, extents, extra):
+        """``regions`` grown to what the chunk program's code reads, not only what the
+        algorithm needs: a schedule's ``round_up`` split computes a few points of a
+        stage past the region asked of it, and reads their inputs.  Those points feed no
+        output, so where they lie beyond the whole input the task pads its copy (with
+        zeros); inside it, the task is simply given more.  The code's regions come from
+        the lowered program (:func:`..lower.input_regions`), for the slice passed."""
+        from ..lower import input_regions
+        regions = dict(regions)
+        for _ in range(4):            # each pass passes the grown slices
+            scal = self.scalars(origin, regions, params, extents, extra)
+            bufs = {n: list(s) for n, s in sizes.items()}
+            bufs.update({n: [hi - lo + 1 for lo, hi in r] if r else [1] * len(extents[n])
+                         for n, r in regions.items()})
+            grown = False
+            for n, local in input_regions(self.lowered, bufs, scal).items():
+                have = regions.get(n)
+                if have is None or any(hi < lo for lo, hi in local):
+                    continue
+                want = [(min(a, m + lo), max(b, m + hi))
+                        for (a, b), (lo, hi), m in zip(have, local, (a for a, _ in have))]
+                if want != have:
+                    regions[n], grown = want, True
+            if not grown:
+                return regions
+        return regions

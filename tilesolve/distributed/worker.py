@@ -88,6 +88,8 @@ def assemble(shape: tuple, dtype, pieces, scratch: np.ndarray | None = None) -> 
         if arr.shape == tuple(shape):
             return np.asarray(arr)
     out = scratch if scratch is not None else np.empty(shape, dtype)
+    if sum(int(np.prod([b - a for a, b in where])) for _, where in pieces) < out.size:
+        out[...] = 0                  # padding past the input: read, never used
     for arr, where in pieces:
         out[tuple(slice(a, b) for a, b in where)] = arr
     return out
