@@ -265,3 +265,27 @@ def test_band_search_without_and_with_wrong_predictions():
         copies = [(a, b) for a, b, _, v in bands if not v]
         assert copies == [(9, 11), (19, 21), (29, 31), (39, 41)], (kw, copies)
     assert row_bands(regions_of, 45, lambda r: False) is None      # nothing to view
+
+
+@pytest.mark.parametrize("dask_input", [False, True], ids=["numpy", "dask"])
+def test_a_round_up_split_reads_past_the_chunk_and_past_the_image(dask_input):
+    """f0 computed per point of f1 in pairs (split by 2, round_up): each chunk's code
+    reads one input point past its region; the last chunk's lies past the image, where
+    the task pads its copy.  (The whole image in memory needs an input one longer.)"""
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.int32, 1, "in0")
+    f0, f1 = ts.Func("f0"), ts.Func("f1")
+    f0[x] = inp[x] * 3
+    f1[x] = f0[x] + inp[x] * 2
+    pipe = ts.Pipeline(f1)
+    s = ts.Schedule(pipe)
+    s["f0"].compute_at("f1", "x").split("x", "xo", "xi", 2, tail="round_up")
+    c = ts.compile(pipe, s)
+    a = np.arange(10, dtype=np.int32) * 7 - 20
+    with pytest.raises(ts.errors.RealizeError, match="too small"):
+        c.realize([10], in0=a)
+    src = da.from_array(a, chunks=3) if dask_input else a
+    job, (got,) = _run(c, [10], (2,), in0=src)
+    np.testing.assert_array_equal(got, ts.reference.realize(pipe, [10], in0=a))
+    last = job.read[max(job.read)]["in0"]
+    assert last == [(8, 10)]                 # one point past the image: padded
