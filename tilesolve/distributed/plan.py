@@ -201,7 +201,13 @@ class ChunkPlan:
         """The chunk program as the workers compile it, lowered (once, on demand)."""
         if self._lowered is None:
             from ..lower import lower
-            self._lowered = lower(self._run, self.schedule)
+            try:
+                self._lowered = lower(self._run, self.schedule)
+            except ScheduleError as e:
+                # e.g. vectorize() without a width on a loop whose extent was constant
+                # for the whole image and is a run-time value for a chunk
+                raise ChunkingError(f"the schedule does not hold for chunks of the "
+                                    f"image: {e}") from None
         return self._lowered
 
     def _with_code_reads(self, regions, origin, sizes, params, extents, extra):
