@@ -25,7 +25,8 @@ import operator
 
 import numpy as np
 
-from .worker import pieces_used
+from .graph import block_boxes
+from .worker import pieces_used, run_box
 
 __all__ = ["store"]
 
@@ -69,31 +70,15 @@ def _write_chunk(target, where, lock, value):
 def _run_and_write(writes, lock, shipped, layout, *pieces):
     """``run_box`` over one box, then each (output index, target, slices) of ``writes``
     written from its result; the task's value is None (no transfer back)."""
-    from .worker import run_box
     outs = run_box(shipped, layout, *pieces)
     outs = outs if isinstance(outs, tuple) else (outs,)
     for i, target, where in writes:
         _write(target, where, outs[i], lock)
 
 
-def _chunk_slices(chunks):
-    """Per block index: the slices of that block in the array."""
-    import itertools
-    starts = []
-    for c in chunks:
-        s, acc = [], 0
-        for n in c:
-            s.append((acc, acc + n))
-            acc += n
-        starts.append(s)
-    for idx in itertools.product(*(range(len(c)) for c in chunks)):
-        yield idx, tuple(starts[d][i] for d, i in enumerate(idx))
-
-
 def _box_of(dsk, key):
     """(box key, output index) when ``key`` is a chunk computed by ``run_box`` (directly,
     or an output of a several-output box), else None."""
-    from .worker import run_box
     v = dsk.get(key)
     if isinstance(v, tuple) and v and v[0] is run_box:
         return key, 0
@@ -240,9 +225,9 @@ def _store_graph(sources, targets, regions, lock):
     keys = []
     for i, (src, target, region) in enumerate(zip(sources, targets, regions)):
         offs = _region(target, region, src.shape, i)
-        for idx, spans in _chunk_slices(src.chunks):
+        for idx, origin, shape in block_boxes(src.chunks):
             key = (src.name,) + idx
-            where = tuple(slice(o + a, o + b) for o, (a, b) in zip(offs, spans))
+            where = tuple(slice(o + a, o + a + n) for o, a, n in zip(offs, origin, shape))
             box = _box_of(dsk, key)
             if box is not None:
                 writes.setdefault(box[0], []).append((box[1], target, where))
