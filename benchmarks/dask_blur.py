@@ -1,11 +1,13 @@
 """Benchmark: a uint16 3x3 blur from a zarr store to a zarr store on a Dask LocalCluster.
 
     python benchmarks/dask_blur.py [--size 20000] [--chunk 2000] [--workers 2] [--dir D]
+                                   [--store to_zarr|tilesolve]
 
 The input (``size + 2`` squared, uint16: 800 MB at the default size) is written to
 ``D/in.zarr`` band by band, so this process never holds it either.  The blur (Halide's
 ``apps/blur`` with its hand schedule, no boundary condition) runs with
-``ts.distributed.to_dask`` and ``to_zarr``; each worker's peak RSS and peak data held
+``ts.distributed.to_dask`` and ``to_zarr`` (or ``ts.distributed.store`` into a zarr
+array of the same chunks: ``--store tilesolve``); each worker's peak RSS and peak data held
 (Dask's managed memory plus the largest task's slices and output) are sampled.  Bands
 of the result are checked against the app's numpy reference.  Not a test; the same
 case runs as ``tests/test_distributed.py::test_zarr_to_zarr_20000_squared`` when
@@ -28,6 +30,8 @@ def main(argv=None) -> int:
     p.add_argument("--chunk", type=int, default=2000, help="chunk side, input and output")
     p.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     p.add_argument("--dir", default=None, help="where the zarr stores go (default: a temp dir)")
+    p.add_argument("--store", choices=("to_zarr", "tilesolve"), default="to_zarr",
+                   help="write with Dask's to_zarr, or with tilesolve.distributed.store")
     args = p.parse_args(argv)
 
     import dask.array as da
@@ -61,13 +65,18 @@ def main(argv=None) -> int:
         tsd.warm_up(client, out)
         client.run(start_memory_sampler)
         t = time.perf_counter()
-        out.to_zarr(f"{where}/out.zarr", overwrite=True)
+        if args.store == "tilesolve":
+            z = zarr.open_array(f"{where}/out.zarr", mode="w", shape=out.shape,
+                                chunks=(chunk, chunk), dtype=out.dtype)
+            tsd.store(out, z)
+        else:
+            out.to_zarr(f"{where}/out.zarr", overwrite=True)
         dt = time.perf_counter() - t
         peaks = client.run(stop_memory_sampler)
     finally:
         client.close()
         cluster.close()
-    print(f"blur {n}x{n} zarr -> zarr: {dt:.2f} s, {n * n / dt / 1e6:.0f} Mpx/s, "
+    print(f"blur {n}x{n} zarr -> zarr ({args.store}): {dt:.2f} s, {n * n / dt / 1e6:.0f} Mpx/s, "
           f"{args.workers} workers, {len(out.__dask_keys__()) * len(out.__dask_keys__()[0])} "
           "chunks")
     for w, pk in peaks.items():

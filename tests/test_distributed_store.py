@@ -75,7 +75,7 @@ def test_several_outputs_are_written_by_the_task_that_computes_them():
     want = ts.reference.realize(pipe, [45, 37], input=img)
     a, b = tsd.to_dask(c, [45, 37], chunks=(11, 45), input=da.from_array(img, chunks=(9, 45)))
     ga, gb = np.zeros_like(want[0]), np.zeros_like(want[1])
-    dsk, keys = _store_graph([a, b], [ga, gb], [None, None], False)
+    dsk, keys, _ = _store_graph([a, b], [ga, gb], [None, None], False)
     assert all(dsk[k][0] is _run_and_write for k in keys)        # no write task of its own
     assert not any(isinstance(v, tuple) and v and v[0] is run_box for v in dsk.values())
     tsd.store([a, b], [ga, gb], client=False)
@@ -125,14 +125,14 @@ def client():
     cluster.close()
 
 
-@pytest.mark.parametrize("zchunks", [(200, 1000), (2, 1000)])
+@pytest.mark.parametrize("zchunks", [(300, 1000), (2, 1000)])
 def test_store_on_worker_processes_into_zarr_matches_reference(client, tmp_path, zchunks):
-    """Output chunks aligned with the zarr chunks: no box is cut (two tasks would each
-    rewrite the storage chunk they share).  Zarr chunks of 2 rows: boxes are cut where
-    the halo band starts."""
+    """Two boxes on two workers.  Output chunks aligned with the zarr chunks: no box is
+    cut (two tasks would each rewrite the storage chunk they share).  Zarr chunks of 2
+    rows: the box reading a halo is cut where its halo band starts."""
     pipe, c, img, want = _case(w=1000, h=600, seed=3)
     src = client.persist(da.from_array(img, chunks=(50, 1000)))
-    out = tsd.to_dask(c, [1000, 600], chunks=(200, 1000), input=src)
+    out = tsd.to_dask(c, [1000, 600], chunks=(300, 1000), input=src)
     z = zarr.open(str(tmp_path / "out.zarr"), mode="w", shape=want.shape, chunks=zchunks,
                   dtype="f4")
     with distributed.get_task_stream(client) as stream:
@@ -140,7 +140,7 @@ def test_store_on_worker_processes_into_zarr_matches_reference(client, tmp_path,
     _same(z[...], want)
     tasks = {str(d["key"]) for d in stream.data if "tilesolve-store-" in str(d["key"])}
     boxes = len(out.chunks[0]) * len(out.chunks[1])
-    assert len(tasks) == boxes if zchunks[0] == 200 else len(tasks) > boxes
+    assert len(tasks) == boxes if zchunks[0] == 300 else len(tasks) > boxes
 
 
 def test_a_numpy_target_is_refused_on_worker_processes(client):
@@ -172,3 +172,23 @@ def test_the_halo_is_cut_before_the_box_of_the_worker_holding_its_chunk(client):
         assert halo_workers
         for w in halo_workers:
             assert "tilesolve-halo-" in min(first[w])[1], sorted(first[w])
+
+
+def test_more_boxes_than_threads_keep_to_dasks_order_and_stay_whole(client):
+    """Beyond one wave of boxes, no box is cut into runs and each box still waits for
+    the halos cut from its own chunks (a halo priority would load every chunk early)."""
+    from tilesolve.distributed.bench import Discard
+    pipe, c, img, want = _case(w=1000, h=600, seed=6)
+    src = da.from_array(img, chunks=(50, 1000))
+    out = tsd.to_dask(c, [1000, 600], chunks=(100, 1000), input=src)
+    dsk, keys, boxes = _store_graph([out], [Discard(out.shape)], [None], False, first_wave=2)
+    assert boxes == 6 and len(keys) == 6
+    graph = dict(out.__dask_graph__())
+    for k in keys:
+        task = dsk[k]
+        box = next(v for v in graph.values() if isinstance(v, tuple) and v and
+                   v[0] is run_box and v[2] == task[4])
+        assert task[5:] == box[3:]                 # every piece, the order-only ones too
+    z = np.zeros(want.shape, np.float32)
+    tsd.store(out, z, client=False)
+    _same(z, want)

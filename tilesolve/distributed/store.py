@@ -174,7 +174,8 @@ def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
     the whole target.  ``lock``: False (chunks never share a target's storage chunk: align
     the output chunks with the target's) or an object used as ``with lock:`` around each
     write (e.g. ``distributed.Lock``).  ``client``: a ``distributed.Client``; by default
-    the current one, if any; False, or no client: Dask's configured local scheduler.  Returns when every chunk is
+    the current one, if any, else Dask's configured scheduler; False: Dask's threaded
+    scheduler in this process, whatever client exists.  Returns when every chunk is
     written; a task's error is raised here."""
     import dask
     import dask.threaded
@@ -188,7 +189,8 @@ def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
         regions = [regions] * len(sources)
     if len(regions) != len(sources):
         raise ValueError(f"store: {len(sources)} sources but {len(regions)} regions")
-    client = (client if client is not None else _current_client()) or None
+    local = client is False
+    client = None if local else client if client is not None else _current_client()
     if client is not None and not _one_process(client):
         for i, t in enumerate(targets):
             if isinstance(t, np.ndarray):
@@ -196,11 +198,17 @@ def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
                     f"store: target {i} is a numpy array of this process, which worker "
                     f"processes cannot write to (each would write a copy): use a zarr "
                     f"array, or compute() the source")
-    dsk, keys = _store_graph(sources, targets, regions, lock)
-    if client is not None:
+    threads = sum(client.nthreads().values()) if client is not None else 0
+    dsk, keys, boxes = _store_graph(sources, targets, regions, lock, first_wave=threads)
+    if client is not None and boxes <= threads:
         halos = [k for k in dsk if _is_halo(k)]
         futures = client.get(_halos_first(dsk), keys + halos, sync=False)
-        client.gather(futures[:len(keys)])
+        del futures[len(keys):]       # asked for their order only: held no longer than
+        client.gather(futures)        # the tasks that read them need
+    elif client is not None:
+        client.get(dsk, keys, sync=True)
+    elif local:
+        dask.threaded.get(dsk, keys)
     else:
         (get_scheduler(collections=sources) or dask.threaded.get)(dsk, keys)
 
@@ -213,8 +221,16 @@ def _current_client():
         return None
 
 
-def _store_graph(sources, targets, regions, lock):
-    """The graph of :func:`store` (culled) and its write tasks' keys."""
+def _store_graph(sources, targets, regions, lock, first_wave: int = 0):
+    """The graph of :func:`store` (culled), its write tasks' keys and the number of boxes.
+
+    When the boxes are at most ``first_wave`` (they all start at once on a cluster of
+    that many threads), a box no longer waits for the halos cut from its own chunks
+    (:func:`_halos_first` orders them instead), and a box reading a halo from elsewhere
+    is cut into runs (:func:`_runs`).  With more boxes than that, they keep ``to_dask``'s
+    order, and stay whole: a run left for later keeps its input chunks in memory until
+    it runs (measured on a 20000 x 20000 blur in 100 chunks: 77-130 MB of data held a
+    worker, against 23 MB)."""
     import dask
     dsk: dict = {}
     for s in sources:
@@ -236,15 +252,22 @@ def _store_graph(sources, targets, regions, lock):
                 dsk[keys[-1]] = (_write_chunk, target, where, lock, key)
     for box, ws in writes.items():
         _, shipped, layout, *pieces = dsk[box]
-        pieces = tuple(pieces[:pieces_used(layout)])
-        runs = _runs(layout, pieces)
-        if len(runs) > 1 and not _cuts_safe(ws, runs):
-            runs = [(layout[0], layout[1], pieces, 0)]
+        used = pieces_used(layout)
+        pieces, after = tuple(pieces[:used]), tuple(pieces[used:])   # after: order only
+        whole = [(layout[0], layout[1], pieces, 0)]
+        if len(writes) <= first_wave:
+            after = ()
+            runs = _runs(layout, pieces)
+            if len(runs) > 1 and not _cuts_safe(ws, runs):
+                runs = whole
+        else:
+            runs = whole
+        runs[0] = runs[0][:2] + (runs[0][2] + after,) + runs[0][3:]
         for shape, bands, part, a0 in runs:
             moved = tuple((i, t, _shifted(w, a0, shape[0])) for i, t, w in ws)
             keys.append((name, len(keys)))
             dsk[keys[-1]] = (_run_and_write, moved, lock, shipped, (shape, bands)) + part
-    return _cull(dsk, keys), keys
+    return _cull(dsk, keys), keys, len(writes)
 
 
 def _one_process(client) -> bool:
@@ -264,8 +287,8 @@ def _halos_first(dsk):
     does not idle; ``to_dask``'s graphs get that order from extra dependencies instead
     (``BoxGraph.finish``), which cost a round trip through the scheduler.  (A worker
     starts the first task it is sent that it can run, so :func:`store` also asks for the
-    halos as results, without gathering them: the scheduler then sends the keys asked
-    for in the order of their priority, halos first.)"""
+    halos as results, and lets go of them at once, without gathering them: the scheduler
+    sends the keys asked for in the order of their priority, halos first.)"""
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
     halos = {k: v for k, v in dsk.items()
              if isinstance(k, tuple) and str(k[0]).startswith("tilesolve-halo-")}

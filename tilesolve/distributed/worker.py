@@ -176,9 +176,9 @@ def run_box(shipped: ShippedPipeline, layout, *pieces):
 
 
 def cut_strips(chunk: np.ndarray, slices) -> tuple:
-    """The halo strips other tasks need from ``chunk`` (views; Dask sends only their
-    data to another process)."""
-    return tuple(chunk[s] for s in slices)
+    """The halo strips other tasks need from ``chunk``, as copies: a view would keep the
+    whole chunk in this worker's memory for as long as the strips are held."""
+    return tuple(np.array(chunk[s], copy=True) for s in slices)
 
 
 def pieces_used(layout) -> int:
