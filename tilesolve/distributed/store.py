@@ -26,7 +26,7 @@ import operator
 import numpy as np
 
 from .graph import block_boxes
-from .worker import pieces_used, run_box
+from .worker import cut_strips, pieces_used, run_box
 
 __all__ = ["store"]
 
@@ -199,6 +199,8 @@ def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
                     f"processes cannot write to (each would write a copy): use a zarr "
                     f"array, or compute() the source")
     threads = sum(client.nthreads().values()) if client is not None else 0
+    if client is not None and _inputs_held(sources):
+        threads = 1 << 30             # nothing to load: no chunk is read in early
     dsk, keys, boxes = _store_graph(sources, targets, regions, lock, first_wave=threads)
     if client is not None and boxes <= threads:
         halos = [k for k in dsk if _is_halo(k)]
@@ -213,6 +215,20 @@ def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
         (get_scheduler(collections=sources) or dask.threaded.get)(dsk, keys)
 
 
+def _inputs_held(sources) -> bool:
+    """Whether every chunk a halo is cut from is already held by the cluster (persisted
+    or scattered data, not a task that loads it)."""
+    for src in sources:
+        dsk = dict(src.__dask_graph__())
+        for v in dsk.values():
+            if isinstance(v, tuple) and v and v[0] is cut_strips:
+                chunk = dsk.get(v[1])
+                if chunk is None or not (type(chunk).__name__ == "Future"
+                                         or isinstance(chunk, np.ndarray)):
+                    return False
+    return True
+
+
 def _current_client():
     try:
         from distributed import default_client
@@ -225,7 +241,8 @@ def _store_graph(sources, targets, regions, lock, first_wave: int = 0):
     """The graph of :func:`store` (culled), its write tasks' keys and the number of boxes.
 
     When the boxes are at most ``first_wave`` (they all start at once on a cluster of
-    that many threads), a box no longer waits for the halos cut from its own chunks
+    that many threads, or their input chunks are already held: :func:`_inputs_held`), a
+    box no longer waits for the halos cut from its own chunks
     (:func:`_halos_first` orders them instead), and a box reading a halo from elsewhere
     is cut into runs (:func:`_runs`).  With more boxes than that, they keep ``to_dask``'s
     order, and stay whole: a run left for later keeps its input chunks in memory until
