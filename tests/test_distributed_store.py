@@ -192,3 +192,15 @@ def test_more_boxes_than_threads_keep_to_dasks_order_and_stay_whole(client):
     z = np.zeros(want.shape, np.float32)
     tsd.store(out, z, client=False)
     _same(z, want)
+
+
+def test_inputs_held_by_the_cluster_or_loaded_by_tasks(client, tmp_path):
+    from tilesolve.distributed.store import _inputs_held
+    pipe, c, img, want = _case(w=300, h=200, seed=7)
+    z = zarr.open(str(tmp_path / "in.zarr"), mode="w", shape=img.shape, chunks=(50, 300),
+                  dtype="f4")
+    z[...] = img
+    loaded = tsd.to_dask(c, [300, 200], (100, 300), input=da.from_zarr(str(tmp_path / "in.zarr")))
+    held = tsd.to_dask(c, [300, 200], (100, 300),
+                       input=client.persist(da.from_zarr(str(tmp_path / "in.zarr"))))
+    assert not _inputs_held([loaded]) and _inputs_held([held])
