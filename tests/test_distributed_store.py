@@ -16,7 +16,7 @@ zarr = pytest.importorskip("zarr")
 import tilesolve.distributed as tsd  # noqa: E402
 from tilesolve.distributed.store import _run_and_write, _runs, _store_graph  # noqa: E402
 from tilesolve.distributed.worker import pieces_used, run_box  # noqa: E402
-from test_distributed import _blur3, _same  # noqa: E402
+from test_distributed import _blur3, _same, client  # noqa: E402,F401
 
 
 def _case(w=83, h=61, seed=0):
@@ -113,16 +113,6 @@ def test_a_box_reading_a_halo_is_cut_into_runs_that_tile_it():
     got = np.zeros(want.shape, np.float32)
     tsd.store(out, got, client=False)
     _same(got, want)
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
 
 
 @pytest.mark.parametrize("zchunks", [(300, 1000), (2, 1000)])

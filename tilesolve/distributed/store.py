@@ -152,18 +152,6 @@ def _shifted(where, a0, rows):
     return (slice(start, start + rows),) + tuple(where[1:])
 
 
-def _cull(dsk, keys):
-    from dask.core import get_dependencies
-    seen, stack = set(), list(keys)
-    while stack:
-        k = stack.pop()
-        if k in seen:
-            continue
-        seen.add(k)
-        stack.extend(get_dependencies(dsk, k))
-    return {k: dsk[k] for k in seen}
-
-
 def store(sources, targets, regions=None, *, lock=False, client=None) -> None:
     """Compute the Dask arrays ``sources`` (e.g. from :func:`to_dask`) chunk by chunk and
     write each chunk into ``targets`` (anything sliceable for writing: a numpy array or
@@ -284,7 +272,8 @@ def _store_graph(sources, targets, regions, lock, first_wave: int = 0):
             moved = tuple((i, t, _shifted(w, a0, shape[0])) for i, t, w in ws)
             keys.append((name, len(keys)))
             dsk[keys[-1]] = (_run_and_write, moved, lock, shipped, (shape, bands)) + part
-    return _cull(dsk, keys), keys, len(writes)
+    from dask.optimization import cull
+    return cull(dsk, keys)[0], keys, len(writes)
 
 
 def _one_process(client) -> bool:
