@@ -182,6 +182,24 @@ def test_random_pipelines_and_schedules_match_reference(client, data):
     want = want if isinstance(want, tuple) else (want,)
     for g, w in zip(da.compute(*got), want):
         _same(g, w, f"{case}\n{sched}\nchunks {chunks}")
+    if data.draw(st.booleans(), label="also tsd.store into zarr"):
+        # the workers write each chunk themselves (boxes may be cut into runs: the
+        # zarr arrays' storage chunks are one row high and as wide as the output
+        # chunks, so neither runs nor chunks ever share one)
+        import shutil
+        import tempfile
+        zarr = pytest.importorskip("zarr")
+        where = tempfile.mkdtemp(prefix="tilesolve-store-")
+        try:
+            targets = [zarr.open_array(f"{where}/out{i}.zarr", mode="w", shape=g.shape,
+                                       chunks=(1,) + tuple(c[0] for c in g.chunks[1:]),
+                                       dtype=g.dtype)
+                       for i, g in enumerate(got)]
+            tsd.store(list(got), targets)
+            for t, w in zip(targets, want):
+                _same(t[...], w, f"{case}\n{sched}\nchunks {chunks} (store)")
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
 
 
 # -- each task reads exactly what bounds inference says -------------------------------

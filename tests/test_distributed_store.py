@@ -133,6 +133,17 @@ def test_store_on_worker_processes_into_zarr_matches_reference(client, tmp_path,
     assert len(tasks) == boxes if zchunks[0] == 300 else len(tasks) > boxes
 
 
+def test_chunks_that_split_a_storage_chunk_are_refused_without_a_lock(tmp_path):
+    pipe, c, img, want = _case(w=100, h=60)
+    out = tsd.to_dask(c, [100, 60], chunks=(30, 50), input=img)
+    z = zarr.open(str(tmp_path / "z.zarr"), mode="w", shape=want.shape, chunks=(1, 100),
+                  dtype="f4")
+    with pytest.raises(ValueError, match="chunks end at 50 along axis 1"):
+        tsd.store(out, z, client=False)
+    tsd.store(out, z, client=False, lock=__import__("threading").Lock())
+    _same(z[...], want)
+
+
 def test_a_numpy_target_is_refused_on_worker_processes(client):
     pipe, c, img, want = _case()
     out = tsd.to_dask(c, [83, 61], input=img)

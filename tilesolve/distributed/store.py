@@ -127,6 +127,34 @@ def _runs(layout, pieces):
     return runs
 
 
+def _check_aligned(target, offs, chunks, i) -> None:
+    """Without a lock, ValueError unless every chunk edge of source ``i`` inside its
+    target is an edge of the target's storage chunks (a zarr or h5py array rewrites
+    whole storage chunks: two tasks writing parts of one would lose each other's data,
+    as ``to_zarr`` also refuses)."""
+    storage = getattr(target, "chunks", None)
+    if storage is None:
+        return
+    shape = tuple(getattr(target, "shape", ()))
+    for d, (o, cs, n) in enumerate(zip(offs, chunks, storage)):
+        try:
+            n = int(n)
+        except (TypeError, ValueError):
+            return
+        edge = o
+        for c in cs[:-1]:
+            edge += c
+            if edge % n and edge != shape[d]:
+                raise ValueError(
+                    f"store: source {i}'s chunks end at {edge} along axis {d}, inside a "
+                    f"storage chunk of its target (chunks of {n}): two tasks would each "
+                    f"rewrite that storage chunk. Rechunk the source to multiples of {n}, "
+                    f"or pass a lock (e.g. distributed.Lock())")
+        if o % n and o != 0:
+            raise ValueError(f"store: regions[{i}] starts at {o} along axis {d}, inside a "
+                             f"storage chunk of its target (chunks of {n}); pass a lock")
+
+
 def _cuts_safe(writes, runs) -> bool:
     """Whether the runs of a box may write its rows apart: each target is unchunked
     (numpy, a sink), or every row where a run starts is a boundary of the target's storage
@@ -246,6 +274,8 @@ def _store_graph(sources, targets, regions, lock, first_wave: int = 0):
     keys = []
     for i, (src, target, region) in enumerate(zip(sources, targets, regions)):
         offs = _region(target, region, src.shape, i)
+        if not lock:
+            _check_aligned(target, offs, src.chunks, i)
         for idx, origin, shape in block_boxes(src.chunks):
             key = (src.name,) + idx
             where = tuple(slice(o + a, o + a + n) for o, a, n in zip(offs, origin, shape))
