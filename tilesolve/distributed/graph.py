@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 from bisect import bisect_right
 
 import numpy as np

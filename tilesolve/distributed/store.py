@@ -26,7 +26,7 @@ import operator
 import numpy as np
 
 from .graph import block_boxes
-from .worker import cut_strips, pieces_used, run_box
+from .worker import band_pieces, cut_strips, pieces_used, run_box
 
 __all__ = ["store"]
 
@@ -108,7 +108,7 @@ def _runs(layout, pieces):
         return [(shape, bands, tuple(pieces), 0)]
     groups, k = [], 0
     for band in bands:
-        n = sum(1 if spec[1] == "view" else len(spec[2][2]) for spec in band[4])
+        n = band_pieces(band)
         mine = tuple(pieces[k:k + n])
         k += n
         halo = any(_is_halo(p) for p in mine)
@@ -326,8 +326,7 @@ def _halos_first(dsk):
     halos as results, and lets go of them at once, without gathering them: the scheduler
     sends the keys asked for in the order of their priority, halos first.)"""
     from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-    halos = {k: v for k, v in dsk.items()
-             if isinstance(k, tuple) and str(k[0]).startswith("tilesolve-halo-")}
+    halos = {k: v for k, v in dsk.items() if _is_halo(k)}
     rest = {k: v for k, v in dsk.items() if k not in halos}
     if not halos:
         return dsk

@@ -18,8 +18,8 @@ import numpy as np
 
 from .buffers import OutputPool
 
-__all__ = ["ShippedPipeline", "compiled_for", "run_box", "cut_strips", "pieces_used",
-           "assemble", "combine", "process_stats", "start_memory_sampler",
+__all__ = ["ShippedPipeline", "compiled_for", "run_box", "cut_strips", "band_pieces",
+           "pieces_used", "assemble", "combine", "process_stats", "start_memory_sampler",
            "stop_memory_sampler"]
 
 _COMPILED: dict = {}
@@ -181,11 +181,15 @@ def cut_strips(chunk: np.ndarray, slices) -> tuple:
     return tuple(np.array(chunk[s], copy=True) for s in slices)
 
 
+def band_pieces(band) -> int:
+    """How many of a ``run_box`` task's ``pieces`` one band reads."""
+    return sum(1 if spec[1] == "view" else len(spec[2][2]) for spec in band[4])
+
+
 def pieces_used(layout) -> int:
     """How many of a ``run_box`` task's ``pieces`` its bands read; any after them are
     dependencies for ordering only (see ``BoxGraph.finish``)."""
-    return sum(1 if spec[1] == "view" else len(spec[2][2])
-               for band in layout[1] for spec in band[4])
+    return sum(band_pieces(band) for band in layout[1])
 
 
 def combine(op: str, *parts):
