@@ -9,7 +9,8 @@
     python benchmarks/gpu_bench.py run --builds build/gpu_small --emulate
 
 Schedules per app: ``solver`` (``ts.solve_schedule`` for the spec, when it
-succeeds), ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
+succeeds; with ``--fma`` also ``solver_fma``, the same schedule built with
+``nvcc --fmad=true``), ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
 shared memory).  Printed per case, all measured in the same run: device
 milliseconds per realize (inputs resident, median), the ratio to the
@@ -37,9 +38,9 @@ import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS  # noqa: E402
 from tilesolve.backend import cuda as C  # noqa: E402
 from tilesolve.backend.cuda.naive import gpu_inline_schedule, gpu_root_schedule  # noqa: E402
+from tilesolve.bench.runner import _tolerance, compare, transcendentals  # noqa: E402
 
-DEFAULT_APPS = ("blur", "unsharp", "harris", "bilateral_grid", "max_filter", "stencil_chain",
-                "matmul", "conv_layer", "camera_pipe", "local_laplacian", "interpolate")
+DEFAULT_APPS = tuple(APPS)                       # every app of the suite
 
 
 def hand_blur(pipe):
@@ -50,6 +51,34 @@ def hand_blur(pipe):
     return s
 
 
+def _deep(fn, *args):
+    """``fn(*args)`` in a thread with a deep stack: pickling a big program (92 kernels
+    and their host plan, as local_laplacian's) recurses once per level of its Exprs,
+    past Python's default limit.  Only this script's files need it."""
+    import threading
+    box = {}
+
+    def work():
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(200_000)
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:                # re-raised in the caller
+            box["error"] = e
+        finally:
+            sys.setrecursionlimit(old)
+    size = threading.stack_size(512 << 20)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(size)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class _Timeout(Exception):
     pass
 
@@ -58,15 +87,18 @@ def _alarm(_sig, _frame):
     raise _Timeout()
 
 
-def schedules(name, pipe, est, spec):
+def schedules(name, pipe, est, spec, which):
     out = {}
-    try:
-        out["solver"] = ts.solve_schedule(pipe, spec, estimates=est)
-    except Exception as e:                       # the solver's GPU path may not handle it yet
-        print(f"  {name}: solver failed: {type(e).__name__}: {str(e)[:200]}")
-    out["gpu_inline"] = gpu_inline_schedule(pipe)
-    out["gpu_root"] = gpu_root_schedule(pipe)
-    if name == "blur":
+    if "solver" in which:
+        try:
+            out["solver"] = ts.solve_schedule(pipe, spec, estimates=est)
+        except Exception as e:                   # reported, and the other cases still built
+            print(f"  {name}: solver failed: {type(e).__name__}: {str(e)[:200]}")
+    if "gpu_inline" in which:
+        out["gpu_inline"] = gpu_inline_schedule(pipe)
+    if "gpu_root" in which:
+        out["gpu_root"] = gpu_root_schedule(pipe)
+    if name == "blur" and "hand" in which:
         out["hand"] = hand_blur(pipe)
     return out
 
@@ -81,11 +113,16 @@ def build(args):
         kw = (getattr(app, "SMALL_BUILD", None) or {}) if args.size == "small" else {}
         sizes = app.SMALL_SIZE if args.size == "small" else app.PAPER_SIZE
         pipe, est = app.build(sizes, **kw)
-        for sname, sched in schedules(name, pipe, est, spec).items():
+        cases = []
+        for sname, sched in schedules(name, pipe, est, spec, args.schedules.split(",")).items():
+            cases.append((sname, sched, None))
+            if sname == "solver" and args.fma:       # the same schedule, nvcc --fmad=true
+                cases.append(("solver_fma", sched, True))
+        for sname, sched, fmad in cases:
             t0 = time.perf_counter()
             signal.alarm(args.timeout)
             try:
-                b = C.build_cuda(pipe, sched, spec)
+                b = C.build_cuda(pipe, sched, spec, fmad=fmad)
             except _Timeout:
                 print(f"  {name}/{sname}: lowering + compiling took over {args.timeout} s; skipped")
                 continue
@@ -97,10 +134,10 @@ def build(args):
             serial = sum("single GPU thread" in n for n in b.program.notes)
             rec = {"app": name, "schedule": sname, "sizes": list(sizes), "build_kw": kw,
                    "schedule_text": str(sched), "build": b, "serial_kernels": serial}
-            (outdir / f"{name}__{sname}.pkl").write_bytes(pickle.dumps(rec))
+            (outdir / f"{name}__{sname}.pkl").write_bytes(_deep(pickle.dumps, rec))
             regs = max((r.registers for r in b.resources.values()), default=0)
             print(f"  {name}/{sname}: {len(b.program.kernels)} kernels, max {regs} registers, "
-                  f"{serial} serial, built in {time.perf_counter() - t0:.1f} s")
+                  f"{serial} serial, built in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def _bandwidth_gbs(cuda, nbytes=256 << 20, reps=10):
@@ -118,8 +155,35 @@ def _bandwidth_gbs(cuda, nbytes=256 << 20, reps=10):
     return 2 * nbytes / (ms * 1e-3) / 1e9        # read + write
 
 
+def reference(app, name, inputs, sizes, kw, cache_dir):
+    """The app's numpy reference and the seconds it took, cached in ``cache_dir`` (one
+    file an app and size) so that each schedule, and gpu_halide.py, compute it once."""
+    path = Path(cache_dir) / f"{name}_{'x'.join(map(str, sizes))}.npz" if cache_dir else None
+    if path is not None and path.exists():
+        z = np.load(path)
+        outs = tuple(z[f"out{i}"] for i in range(len(z.files) - 1))
+        return (outs[0] if len(outs) == 1 else outs), float(z["seconds"])
+    t0 = time.perf_counter()
+    ref = app.numpy_reference(inputs, sizes, **kw)
+    seconds = time.perf_counter() - t0
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        outs = ref if isinstance(ref, tuple) else (ref,)
+        np.savez(path, seconds=seconds, **{f"out{i}": o for i, o in enumerate(outs)})
+    return ref, seconds
+
+
+def verdict(app, pipe, out, ref):
+    """``(ok, max_error, tolerance)`` as the CPU bench judges an output: the app's float
+    tolerance, integers exact (within 1 where the pipeline calls exp, pow, ...: no two
+    math libraries agree on their last bit, and the GPU's are not numpy's)."""
+    rtol, atol = _tolerance(app)
+    slack = 1 if transcendentals(pipe) else 0
+    return compare(out, ref, rtol, atol, slack)
+
+
 def run(args):
-    recs = [pickle.loads(p.read_bytes()) for p in sorted(Path(args.builds).glob("*.pkl"))]
+    recs = [_deep(pickle.loads, p.read_bytes()) for p in sorted(Path(args.builds).glob("*.pkl"))]
     if not recs:
         sys.exit(f"no builds in {args.builds}; run the build phase first")
     bw = None
@@ -141,9 +205,8 @@ def run(args):
         row = {"app": name, "schedule": sname, "sizes": sizes, "kernels": len(b.program.kernels)}
         try:
             inputs = app.make_inputs(sizes, **kw)
-            t0 = time.perf_counter()
-            ref = app.numpy_reference(inputs, sizes, **kw)
-            row["numpy_ms"] = (time.perf_counter() - t0) * 1e3
+            ref, seconds = reference(app, name, inputs, sizes, kw, args.refs)
+            row["numpy_ms"] = seconds * 1e3
             if args.emulate:
                 from tilesolve.backend.cuda.emulate import EmulatedPipeline
                 fast = EmulatedPipeline(b.program, b.defaults)
@@ -155,9 +218,9 @@ def run(args):
             else:
                 fast = CudaPipeline(b.program, b.cubin, None, b.defaults)
             out = fast.realize(sizes, **inputs)
-            outs, refs = (out if isinstance(out, tuple) else (out,)), (ref if isinstance(ref, tuple) else (ref,))
-            row["max_err"] = max(float(np.max(np.abs(np.asarray(o, np.float64) - np.asarray(r, np.float64))))
-                                 for o, r in zip(outs, refs))
+            outs = out if isinstance(out, tuple) else (out,)
+            ok, row["max_err"], row["tolerance"] = verdict(app, app.build(sizes, **kw)[0], out, ref)
+            row["ok"] = bool(ok)
             if not args.emulate:
                 row["gpu_ms"] = fast.benchmark(sizes, repeats=args.repeats, **inputs)
                 nbytes = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(o.nbytes for o in outs)
@@ -168,7 +231,7 @@ def run(args):
         results.append(row)
     naive = {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"}
     print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'gpu ms':>9s} {'x bound':>8s} "
-          f"{'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}")
+          f"{'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check")
     for r in results:
         if "error" in r or "skipped" in r:
             print(f"{r['app']:16s} {r['schedule']:11s} {r.get('error') or r['skipped']}")
@@ -178,7 +241,8 @@ def run(args):
         print(f"{r['app']:16s} {r['schedule']:11s} {r['kernels']:7d} {fmt(g, '%9.3f'):>9s} "
               f"{fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
               f"{fmt(g / naive[r['app']] if g and naive.get(r['app']) else None, '%8.2f'):>8s} "
-              f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}")
+              f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}  "
+              f"{'ok' if r['ok'] else 'WRONG (' + r['tolerance'] + ')'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"bandwidth_gbs": bw, "results": results}, indent=1))
 
@@ -191,11 +255,17 @@ def main(argv=None):
     b.add_argument("--apps", default=",".join(DEFAULT_APPS))
     b.add_argument("--size", choices=("paper", "small"), default="paper")
     b.add_argument("--spec", default="h100", help="GPU spec: compute capability and limits")
+    b.add_argument("--schedules", default="solver,gpu_inline,gpu_root,hand",
+                   help="which cases to build (hand: blur only)")
     b.add_argument("--timeout", type=int, default=300, help="seconds per case")
+    b.add_argument("--fma", action="store_true",
+                   help="also build the solver's schedule with fused multiply-adds (solver_fma)")
     r = sub.add_parser("run", help="check and time the built cases (needs pycuda + a GPU)")
     r.add_argument("--builds", default="build/gpu_bench")
     r.add_argument("--json", default=None)
     r.add_argument("--repeats", type=int, default=20)
+    r.add_argument("--refs", default="build/gpu_refs",
+                   help="folder caching each app's numpy reference ('' for none)")
     r.add_argument("--emulate", action="store_true", help="run on the CPU shim instead (small sizes)")
     a = p.parse_args(argv)
     (build if a.cmd == "build" else run)(a)

@@ -256,6 +256,35 @@ def test_calibrate_gpu_base_keeps_the_launch_overhead(tmp_path):
     assert "not measured" in line and "3 us is kept" in line
 
 
+def test_calibrate_gpu_base_writes_what_a_driven_gpu_measured(tmp_path, monkeypatch):
+    """Where a GPU is driven (here faked), its launch overhead and copy bandwidth
+    replace the spec's, each with a comment saying how it was measured."""
+    from tilesolve.tune import gpu_micro
+    from tilesolve.tune.microbench import Measurement
+    monkeypatch.setattr(gpu_micro, "gpu_measurements", lambda spec: [
+        Measurement("launch_overhead_us", 2.125, "us", "measured: fake launches"),
+        Measurement("gpu_memory_bandwidth_gbs", 2983.0, "GB/s", "measured: fake copy")])
+    out = tmp_path / "h100-cal.yaml"
+    res = calibrate("h100", out=out, quick=True)
+    got = ts.load_spec(str(out))
+    assert got.launch_overhead_us == 2.125 and got.memory_bandwidth_gbs == 2983.0
+    assert got.replace(launch_overhead_us=3.0, memory_bandwidth_gbs=3350.0) == ts.load_spec("h100")
+    lines = {ln.split(":")[0]: ln for ln in res.yaml.splitlines()}
+    assert "measured: fake launches" in lines["launch_overhead_us"]
+    assert "measured: fake copy" in lines["memory_bandwidth_gbs"]
+
+
+@pytest.mark.gpu
+def test_gpu_measurements_on_a_real_gpu():
+    from tilesolve.backend.cuda.runtime import availability
+    from tilesolve.tune.gpu_micro import gpu_measurements
+    if availability() is not None:
+        pytest.skip(f"no CUDA GPU: {availability()}")
+    got = {m.name: m for m in gpu_measurements(ts.load_spec("h100"))}
+    assert 0 < got["launch_overhead_us"].value < 1000
+    assert 1 < got["gpu_memory_bandwidth_gbs"].value < 100_000
+
+
 def test_bad_base_and_out_name_the_argument(tmp_path, capsys):
     out = str(tmp_path / "x.yaml")
     assert main(["calibrate", "--quick", "--base", "no-such-spec", "--out", out]) == 2

@@ -14,6 +14,10 @@ The autoschedulers are plugins shipped inside the ``halide`` package
   model; the weights ship inside the plugin); ``parallelism``.
 * ``li2018``: Li et al., SIGGRAPH Asia 2018 (the gradient autoscheduler, a
   simple greedy heuristic); ``parallelism``.
+* ``anderson2021`` (GPU targets only, so not in ``AUTOSCHEDULERS``, which the CPU
+  bench runs): Anderson et al., PACT 2021 (beam search with a learned GPU cost
+  model); ``parallelism`` is the GPU's SM count.  ``benchmarks/gpu_halide.py``
+  runs it on a CUDA target.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import time
 from ..errors import TilesolveError
 from .halide import _halide_message, hl_module, native_stdout_to_stderr
 
-__all__ = ["AUTOSCHEDULERS", "plugin_path", "load_autoscheduler", "set_estimates", "autoschedule"]
+__all__ = ["AUTOSCHEDULERS", "GPU_AUTOSCHEDULERS", "plugin_path", "load_autoscheduler", "set_estimates", "autoschedule"]
 
 # our name -> (Halide's registered name, plugin file stem)
 AUTOSCHEDULERS = {
@@ -32,17 +36,22 @@ AUTOSCHEDULERS = {
     "adams2019": ("Adams2019", "autoschedule_adams2019"),
     "li2018": ("Li2018", "autoschedule_li2018"),
 }
+# autoschedulers that need a GPU target (a CPU target makes them fail)
+GPU_AUTOSCHEDULERS = {
+    "anderson2021": ("Anderson2021", "autoschedule_anderson2021"),
+}
+_ALL = {**AUTOSCHEDULERS, **GPU_AUTOSCHEDULERS}
 _LOADED: set = set()
 
 
 def plugin_path(name: str) -> str:
     """The plugin library of autoscheduler ``name`` inside the installed halide package."""
     name = name.lower()
-    if name not in AUTOSCHEDULERS:
-        raise TilesolveError(f"unknown Halide autoscheduler {name!r}; known: {', '.join(AUTOSCHEDULERS)}")
+    if name not in _ALL:
+        raise TilesolveError(f"unknown Halide autoscheduler {name!r}; known: {', '.join(_ALL)}")
     hl = hl_module()
     root = os.path.dirname(hl.__file__)
-    stem = AUTOSCHEDULERS[name][1]
+    stem = _ALL[name][1]
     for pattern in (f"lib*/lib{stem}.so", f"lib*/lib{stem}.dylib", f"**/lib{stem}.*", f"**/{stem}.dll"):
         hits = sorted(glob.glob(os.path.join(root, pattern), recursive=True))
         if hits:
@@ -63,7 +72,7 @@ def load_autoscheduler(name: str) -> str:
             raise TilesolveError(f"Halide autoscheduler {name}: loading {path} failed: "
                                  f"{_halide_message(exc)}") from None
         _LOADED.add(name)
-    return AUTOSCHEDULERS[name][0]
+    return _ALL[name][0]
 
 
 def set_estimates(hp, sizes, inputs: dict, params: dict | None = None) -> None:

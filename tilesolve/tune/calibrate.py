@@ -138,6 +138,11 @@ def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[b
     micro = run_microbenchmarks(spec, quick=quick, progress=lambda s: say("  " + s))
     report, n_samples, n_pipes = None, 0, 0
     new = spec
+    if spec.is_gpu:                       # what a driven GPU measured; the rest is kept
+        measured = {f: micro.get(m) for f, m in (("launch_overhead_us", "launch_overhead_us"),
+                                                 ("memory_bandwidth_gbs",
+                                                  "gpu_memory_bandwidth_gbs"))}
+        new = spec.replace(**{f: round(v, 3) for f, v in measured.items() if v is not None})
     if spec.is_cpu:
         new = spec.replace(memory_bandwidth_gbs=micro.get("memory_bandwidth_gbs"))
         deadline = time.perf_counter() + mode["budget_s"]
@@ -192,8 +197,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         "(enough to test the machinery, too few for a trustworthy fit)")
     p.add_argument("--base", metavar="SPEC", default="host",
                    help="the spec to start from: a spec name, 'host' (default: this machine, "
-                        "detected) or a YAML path; a GPU spec needs --out and keeps its "
-                        "launch overhead (no GPU is driven)")
+                        "detected) or a YAML path; a GPU spec needs --out, and its launch "
+                        "overhead and memory bandwidth are measured where pycuda drives a "
+                        "GPU (else kept)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random training pipelines (default 0)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")

@@ -20,8 +20,9 @@ fixed cost of a ``realize`` call (measured first) taken off:
   per task; and over many parallel loops of one task per thread (fork/join).
 * ``memory_bandwidth``: ``specs.host.measure_memory_bandwidth`` (numpy copy,
   all threads, read + write bytes), as ``memory_bandwidth_gbs`` means.
-* ``launch_overhead``: a GPU kernel launch: not measured (no GPU runtime here);
-  the spec's value is kept.
+* for a GPU spec, ``gpu_micro.py``: the kernel launch overhead and the device's
+  copy bandwidth, where pycuda drives a GPU (elsewhere not measured: the spec's
+  values are kept).
 
 The numbers describe the machine as it is while measured: other load on it
 inflates them.  Nothing here asserts anything about speed.
@@ -244,18 +245,11 @@ def memory_bandwidth(spec, *, quick: bool = False) -> Measurement:
                        "bytes, best run")
 
 
-def launch_overhead(spec) -> Measurement:
-    """Kernel launch overhead: not measured here (no GPU runtime is driven)."""
-    keep = f"; the spec's {spec.launch_overhead_us:g} us is kept" if spec.is_gpu else ""
-    return Measurement("launch_overhead_us", None, "us",
-                       "not measured: calibration runs CPU code only and drives no CUDA "
-                       f"device{keep}")
-
-
 def run_microbenchmarks(spec, *, quick: bool = False,
                         progress: Optional[Callable[[str], None]] = None) -> MicroResults:
-    """Every microbenchmark that applies to ``spec``'s kind (a GPU spec: the launch
-    overhead, not measured, and the CPU figures of this host for reference)."""
+    """Every microbenchmark that applies to ``spec``'s kind (a GPU spec: its launch
+    overhead and copy bandwidth where a GPU is driven, and the CPU figures of this
+    host for reference)."""
     t0 = time.perf_counter()
     res = MicroResults()
     say = progress or (lambda _s: None)
@@ -275,6 +269,9 @@ def run_microbenchmarks(spec, *, quick: bool = False,
         res.add(m)
         say(f"{m.name}: {m.value} {m.unit} ({m.how})")
     if spec.is_gpu:
-        res.add(launch_overhead(spec))
+        from .gpu_micro import gpu_measurements
+        for m in gpu_measurements(spec):
+            res.add(m)
+            say(f"{m.name}: {m.value} {m.unit} ({m.how})")
     res.seconds = time.perf_counter() - t0
     return res

@@ -37,10 +37,12 @@ def _field_comments(base, new, detected: bool, micro, fit, pipelines: int) -> Di
     c["clock_ghz"] = (f"{src} (cpufreq maximum or /proc/cpuinfo), not measured" if detected
                       else f"{src}, not measured")
     if new.is_gpu:
-        lo = micro.items.get("launch_overhead_us")
-        c["launch_overhead_us"] = f"kept from base spec {base.name}; " + (
-            lo.how if lo is not None else "not measured")
-        c["memory_bandwidth_gbs"] = f"kept from base spec {base.name}; not measured (no GPU)"
+        for field_, name in (("launch_overhead_us", "launch_overhead_us"),
+                             ("memory_bandwidth_gbs", "gpu_memory_bandwidth_gbs")):
+            m = micro.items.get(name)
+            c[field_] = (m.how if m is not None and m.measured else
+                         f"kept from base spec {base.name}; " + (m.how if m is not None
+                                                                  else "not measured"))
         return c
     bw = micro.items.get("memory_bandwidth_gbs")
     if bw is not None and bw.measured:
