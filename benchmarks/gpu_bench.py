@@ -182,9 +182,33 @@ def verdict(app, pipe, out, ref):
     return compare(out, ref, rtol, atol, slack)
 
 
+ORDER = ("solver", "solver_fma", "hand", "gpu_root", "gpu_inline")   # what matters most first
+
+
+def _print_row(r, naive):
+    if "error" in r or "skipped" in r:
+        print(f"{r['app']:16s} {r['schedule']:11s} {r.get('error') or r['skipped']}", flush=True)
+        return
+    g = r.get("gpu_ms")
+    fmt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
+    base = naive.get(r["app"])
+    print(f"{r['app']:16s} {r['schedule']:11s} {r['kernels']:7d} {r.get('launches', 0):8d} "
+          f"{fmt(g, '%9.3f'):>9s} {fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
+          f"{fmt(g / base if g and base else None, '%8.2f'):>8s} "
+          f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}  "
+          f"{'ok' if r['ok'] else 'WRONG (' + r['tolerance'] + ')'}", flush=True)
+
+
+def _header():
+    print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'launches':>8s} {'gpu ms':>9s} "
+          f"{'x bound':>8s} {'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check", flush=True)
+
+
 def run(args):
-    recs = [_deep(pickle.loads, p.read_bytes()) for p in sorted(Path(args.builds).glob("*.pkl"))]
-    if not recs:
+    paths = sorted(Path(args.builds).glob("*.pkl"),
+                   key=lambda p: (ORDER.index(p.stem.split("__")[1])
+                                  if p.stem.split("__")[1] in ORDER else len(ORDER), p.stem))
+    if not paths:
         sys.exit(f"no builds in {args.builds}; run the build phase first")
     bw = None
     if not args.emulate:
@@ -197,54 +221,78 @@ def run(args):
         dev = pycuda.autoprimaryctx.device
         bw = _bandwidth_gbs(cuda)
         print(f"device: {dev.name()} (cc {dev.compute_capability()}), measured copy bandwidth "
-              f"{bw:.0f} GB/s")
-    results = []
-    for rec in recs:
+              f"{bw:.0f} GB/s", flush=True)
+    results, start = [], time.perf_counter()
+    _header()
+    for path in paths:
+        rec = _deep(pickle.loads, path.read_bytes())
         name, sname, sizes, kw = rec["app"], rec["schedule"], rec["sizes"], rec["build_kw"]
         app, b = APPS[name], rec["build"]
         row = {"app": name, "schedule": sname, "sizes": sizes, "kernels": len(b.program.kernels)}
+        if time.perf_counter() - start > args.deadline:
+            row["skipped"] = f"not run: past the {args.deadline:g} s deadline"
+        elif rec["serial_kernels"] and np.prod(sizes) > 1 << 16 and not args.emulate:
+            row["skipped"] = "a serial (one-thread) kernel at a large size"
+        if "skipped" in row:
+            results.append(row)
+            _print_row(row, {})
+            continue
         try:
+            pipe = app.build(sizes, **kw)[0]
             inputs = app.make_inputs(sizes, **kw)
             ref, seconds = reference(app, name, inputs, sizes, kw, args.refs)
             row["numpy_ms"] = seconds * 1e3
             if args.emulate:
                 from tilesolve.backend.cuda.emulate import EmulatedPipeline
                 fast = EmulatedPipeline(b.program, b.defaults)
-            elif rec["serial_kernels"] and np.prod(sizes) > 1 << 16:
-                row["skipped"] = "a serial (one-thread) kernel at a large size"
-                results.append(row)
-                print(f"{name:16s} {sname:11s} skipped: {row['skipped']}")
-                continue
-            else:
-                fast = CudaPipeline(b.program, b.cubin, None, b.defaults)
+            else:                                  # the pipeline: its inputs' regions checked
+                fast = CudaPipeline(b.program, b.cubin, None, b.defaults, pipeline=pipe)
+            t0 = time.perf_counter()
             out = fast.realize(sizes, **inputs)
+            first_s = time.perf_counter() - t0
             outs = out if isinstance(out, tuple) else (out,)
-            ok, row["max_err"], row["tolerance"] = verdict(app, app.build(sizes, **kw)[0], out, ref)
+            ok, row["max_err"], row["tolerance"] = verdict(app, pipe, out, ref)
             row["ok"] = bool(ok)
+            row["launches"] = _count_launches(b.program, sizes, inputs, b.defaults)
             if not args.emulate:
-                row["gpu_ms"] = fast.benchmark(sizes, repeats=args.repeats, **inputs)
+                slow = first_s > args.slow_s               # a few runs only: say so
+                row["repeats"] = 3 if slow else args.repeats
+                row["gpu_ms"] = fast.benchmark(sizes, repeats=row["repeats"],
+                                               warmup=0 if slow else 2, **inputs)
                 nbytes = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(o.nbytes for o in outs)
                 row["bound_ms"] = nbytes / (bw * 1e9) * 1e3
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             traceback.print_exc()
         results.append(row)
+        _print_row(row, {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"})
+        if args.json:
+            Path(args.json).write_text(json.dumps({"bandwidth_gbs": bw, "results": results}, indent=1))
     naive = {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"}
-    print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'gpu ms':>9s} {'x bound':>8s} "
-          f"{'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check")
-    for r in results:
-        if "error" in r or "skipped" in r:
-            print(f"{r['app']:16s} {r['schedule']:11s} {r.get('error') or r['skipped']}")
-            continue
-        g = r.get("gpu_ms")
-        fmt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
-        print(f"{r['app']:16s} {r['schedule']:11s} {r['kernels']:7d} {fmt(g, '%9.3f'):>9s} "
-              f"{fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
-              f"{fmt(g / naive[r['app']] if g and naive.get(r['app']) else None, '%8.2f'):>8s} "
-              f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}  "
-              f"{'ok' if r['ok'] else 'WRONG (' + r['tolerance'] + ')'}")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"bandwidth_gbs": bw, "results": results}, indent=1))
+    _header()
+    for r in sorted(results, key=lambda r: (r["app"], r["schedule"])):
+        _print_row(r, naive)
+
+
+def _count_launches(program, sizes, inputs, defaults) -> int:
+    """Kernel launches one realize makes (the host plan run against a counting device)."""
+    from tilesolve.backend.cuda.plan import bind_arguments, run_plan
+
+    class Counter:
+        n = 0
+
+        def alloc(self, name, type_, count):
+            return object()
+
+        def free(self, handle):
+            pass
+
+        def launch(self, kernel, grid, block, args):
+            self.n += 1
+    env, arrays, _ = bind_arguments(program.args, sizes, inputs, defaults)
+    dev = Counter()
+    run_plan(program, env, {n: object() for n in arrays}, dev)
+    return dev.n
 
 
 def main(argv=None):
@@ -264,6 +312,10 @@ def main(argv=None):
     r.add_argument("--builds", default="build/gpu_bench")
     r.add_argument("--json", default=None)
     r.add_argument("--repeats", type=int, default=20)
+    r.add_argument("--slow-s", type=float, default=1.0,
+                   help="a case whose first realize takes longer is timed over 3 runs only")
+    r.add_argument("--deadline", type=float, default=1e9,
+                   help="start no case after this many seconds (the rest are reported skipped)")
     r.add_argument("--refs", default="build/gpu_refs",
                    help="folder caching each app's numpy reference ('' for none)")
     r.add_argument("--emulate", action="store_true", help="run on the CPU shim instead (small sizes)")

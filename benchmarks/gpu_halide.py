@@ -133,11 +133,16 @@ def main(argv=None):
     start = time.perf_counter()
     rows = []
 
+    done = []
+
     def job(pair):
         if time.perf_counter() - start > a.deadline:
             return {"app": pair[0], "schedule": f"halide-{pair[1]}", "error": "not started: deadline"}
         row = _run_one(pair[0], pair[1], a, lock)
         print(json.dumps(row), flush=True)
+        done.append(row)                             # written as it goes: a kill keeps them
+        if a.json:
+            Path(a.json).write_text(json.dumps({"target": TARGET, "results": list(done)}, indent=1))
         return row
 
     pairs = [(app, s) for s in a.autoschedulers.split(",") for app in apps]

@@ -16,7 +16,11 @@ CPU
 GPU
 * the output's tiled dimensions become blocks and threads (``gpu_tile``);
   producers are computed per block, stored in shared memory, with their
-  tiled dimensions as threads.
+  tiled dimensions as threads;
+* the pure loops left outside a kernel's block loops become block dimensions
+  too (fused into the third where there are more): a loop left there would run
+  on the host and launch the kernel once per iteration (nl_means launched
+  658,045 kernels a realize before this rule).
 
 Directives that the Schedule rejects as illegal (for instance vectorizing a
 pure dimension an update reads across) are skipped, never forced.
@@ -247,6 +251,7 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
         a = tiled[0]
         h.gpu_tile(names[a], f"{names[a]}o", f"{names[a]}i", tiling.sizes[a])
         block_var = f"{names[a]}o"
+    _host_loops_on_blocks(problem, s, out, 0)
     _gpu_updates(problem, s, out, [names[i] for i in tiled])
     # what one block covers: its tile in the tiled dimensions, one point in the
     # dimensions whose loops stay outside the block loops, everything in the others
@@ -260,7 +265,8 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
             # no constant-size shared buffer can hold its tile: a kernel of its own
             hm.compute_root()
             d = problem.spec.warp_size
-            _try(hm.gpu_tile, mn[0], f"{mn[0]}o", f"{mn[0]}i", d)
+            if _try(hm.gpu_tile, mn[0], f"{mn[0]}o", f"{mn[0]}i", d):
+                _host_loops_on_blocks(problem, s, m, 0)
             _gpu_updates(problem, s, m, mn[:1], tile=d)
             continue
         hm.compute_at(out, block_var)
@@ -282,12 +288,56 @@ def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False) -> None:
         h = s[name].update(i)
         if threads_only:
             _try(h.gpu_threads, *mine[:2])
-        elif len(mine) >= 2 and tile is None:
+            continue
+        if len(mine) >= 2 and tile is None:
             a, b = mine[:2]
-            _try(h.gpu_tile, a, b, f"{a}o", f"{b}o", f"{a}i", f"{b}i", 16, 8)
+            done = _try(h.gpu_tile, a, b, f"{a}o", f"{b}o", f"{a}i", f"{b}i", 16, 8)
         else:
-            _try(h.gpu_tile, mine[0], f"{mine[0]}o", f"{mine[0]}i",
-                 tile or problem.spec.warp_size)
+            done = _try(h.gpu_tile, mine[0], f"{mine[0]}o", f"{mine[0]}i",
+                        tile or problem.spec.warp_size)
+        if done:
+            _host_loops_on_blocks(problem, s, name, i + 1)
+
+
+MAX_GRID_YZ = 65535        # CUDA's limit on a grid's y and z dimensions (x: 2**31 - 1)
+
+
+def _host_loops_on_blocks(problem, s, name, stage) -> None:
+    """Map the serial pure loops outside ``name``'s (stage ``stage``) GPU block loops to
+    block dimensions, fusing the outermost into the last one past 3 in all; each
+    directive Schedule refuses (an update that reads across that loop) is skipped.
+    Where a block dimension's estimated extent passes ``MAX_GRID_YZ``, the loops
+    stay where they are (the grid could not be launched)."""
+    h = s[name] if stage == 0 else s[name].update(stage - 1)
+    dims = s.func_schedule(name).stages[stage].dims          # innermost first
+    blocks = [k for k, d in enumerate(dims) if d.kind == "gpu_block"]
+    if not blocks:
+        return
+    outer = dims[max(blocks) + 1:]
+    if not outer or any(d.kind != "serial" or d.is_rvar for d in outer):
+        return
+    outer = [d.var for d in outer]
+    free = 3 - len(blocks)
+    if free <= 0:
+        return
+    pure = [v.name for v in problem.func(name).pure.args]
+    region = problem.regions.get(name)
+
+    def extent(v):
+        if region is None or v not in pure:
+            return None
+        lo, hi = region[pure.index(v)]
+        return hi - lo + 1
+    sizes = [extent(v) for v in outer]
+    while len(outer) > free:                 # fuse the two outermost
+        a, b = outer[-2], outer[-1]
+        if not _try(h.fuse, a, b, f"{a}_{b}"):
+            return
+        outer[-2:] = [f"{a}_{b}"]
+        sizes[-2:] = [None if None in sizes[-2:] else sizes[-2] * sizes[-1]]
+    if any(n is None or n > MAX_GRID_YZ for n in sizes):
+        return
+    _try(h.gpu_blocks, *outer)
 
 
 def _runtime_sized(problem, group, block) -> set:
