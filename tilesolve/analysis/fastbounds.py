@@ -19,6 +19,34 @@ INF = math.inf
 _OPERATORS = frozenset((E.BinOp, E.Not, E.Select, E.Cast))
 
 
+def post_order(root, memo: dict, operands, rule) -> None:
+    """Fill ``memo[id(node)] = (rule(node), node)`` for ``root`` and every operand below
+    it not yet there, operands first, with an explicit stack: ``rule`` then finds what
+    it asks of its operands memoized, and no Python frame is taken per level of the
+    expression (an Expr thousands of nodes deep is bounded as any other)."""
+    stack = [(root, False)]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in memo:
+            continue
+        if ready:
+            memo[id(node)] = (rule(node), node)
+            continue
+        stack.append((node, True))
+        stack.extend((k, False) for k in operands(node) if id(k) not in memo)
+
+
+def _operands(e) -> tuple:
+    """What ``FastBounder._bounds`` bounds in the scope of ``e`` itself."""
+    if type(e) in _OPERATORS:
+        return e.children()
+    if isinstance(e, E.Intrinsic):
+        return tuple(e.args)
+    if isinstance(e, E.Let):
+        return (e.value,)                 # the body is bounded in the Let's own scope
+    return ()
+
+
 def _pair(iv):
     lo = -INF if iv.lo is None else iv.lo
     hi = INF if iv.hi is None else iv.hi
@@ -38,12 +66,12 @@ class FastBounder:
     def bounds(self, e):
         hit = self.memo.get(id(e))
         if hit is None:
-            hit = self._bounds(e)
-            self.memo[id(e)] = (hit, e)
-            return hit
+            post_order(e, self.memo, _operands, self._bounds)
+            hit = self.memo[id(e)]
         return hit[0]
 
     def _bounds(self, e):
+        """One node's bounds; its operands are memoized already (``post_order``)."""
         t = e.type
         if isinstance(e, E.Const):
             return N.const(t, e.value)

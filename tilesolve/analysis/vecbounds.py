@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ..model import expr as E
-from .fastbounds import FastBounder, _summary
+from .fastbounds import FastBounder, _summary, post_order
 from .intervals import numeric as N
 
 INF = math.inf
@@ -79,22 +79,30 @@ _FREE: dict = {}
 def _free_names(e) -> frozenset:
     """Names of the Vars, RVars and Params and the buffer extents ``e``'s bounds
     depend on (a Call's bounds are its callee's value bounds: none), memoized
-    on the node, which the memo keeps alive."""
+    on the node, which the memo keeps alive (so an id names one node)."""
     hit = _FREE.get(id(e))
-    if hit is not None and hit[1] is e:
-        return hit[0]
-    from ..model.evaluate import extent_key
+    if hit is None:
+        post_order(e, _FREE, _name_operands, _names_of)
+        hit = _FREE[id(e)]
+    return hit[0]
+
+
+def _name_operands(e) -> tuple:
     from ..model.visit import children
+    if isinstance(e, (E.Var, E.RVar, E.Param, E.BufferExtent, E.Call)):
+        return ()
+    return tuple(children(e))
+
+
+def _names_of(e) -> frozenset:
+    from ..model.evaluate import extent_key
     if isinstance(e, (E.Var, E.RVar, E.Param)):
-        out = frozenset([e.name])
-    elif isinstance(e, E.BufferExtent):
-        out = frozenset([extent_key(e.image, e.dim)])
-    elif isinstance(e, E.Call):
-        out = frozenset()
-    else:
-        out = frozenset().union(*(_free_names(c) for c in children(e)))
-    _FREE[id(e)] = (out, e)
-    return out
+        return frozenset([e.name])
+    if isinstance(e, E.BufferExtent):
+        return frozenset([extent_key(e.image, e.dim)])
+    if isinstance(e, E.Call):
+        return frozenset()
+    return frozenset().union(*(_FREE[id(c)][0] for c in _name_operands(e)))
 
 
 class VecBounder:
@@ -116,17 +124,30 @@ class VecBounder:
     def bounds(self, e):
         hit = self.memo.get(id(e))
         if hit is None:
-            if not (_free_names(e) & self.varying):
-                if self._scalar is None:
-                    self._scalar = FastBounder({n: v for n, v in self.scope.items()
-                                                if n not in self.varying}, self.value_bounds)
-                r = self._scalar.bounds(e)
-            else:
-                r = self._bounds(e)
-            r = (_arr(r[0], self.k), _arr(r[1], self.k))
-            self.memo[id(e)] = (r, e)
-            return r
+            post_order(e, self.memo, self._operands, self._node)
+            hit = self.memo[id(e)]
         return hit[0]
+
+    def _operands(self, e) -> tuple:
+        """What ``_bounds`` asks of ``e``'s operands; nothing for a subexpression the
+        scalar path bounds whole."""
+        if not (_free_names(e) & self.varying):
+            return ()
+        if isinstance(e, (E.BinOp, E.Not, E.Select, E.Cast)):
+            return e.children()
+        if isinstance(e, E.Intrinsic):
+            return tuple(e.args)
+        return ()
+
+    def _node(self, e):
+        if not (_free_names(e) & self.varying):
+            if self._scalar is None:
+                self._scalar = FastBounder({n: v for n, v in self.scope.items()
+                                            if n not in self.varying}, self.value_bounds)
+            r = self._scalar.bounds(e)
+        else:
+            r = self._bounds(e)
+        return (_arr(r[0], self.k), _arr(r[1], self.k))
 
     def _const_int(self, e) -> float | None:
         """The value of ``e`` when it is the same integer in every scope."""
