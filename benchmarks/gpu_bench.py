@@ -38,6 +38,7 @@ import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS  # noqa: E402
 from tilesolve.backend import cuda as C  # noqa: E402
 from tilesolve.backend.cuda.naive import gpu_inline_schedule, gpu_root_schedule  # noqa: E402
+from tilesolve.backend.cuda.plan import count_launches  # noqa: E402
 from tilesolve.bench.runner import _tolerance, compare, transcendentals  # noqa: E402
 
 DEFAULT_APPS = tuple(APPS)                       # every app of the suite
@@ -140,21 +141,6 @@ def build(args):
                   f"{serial} serial, built in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def _bandwidth_gbs(cuda, nbytes=256 << 20, reps=10):
-    a, b = cuda.mem_alloc(nbytes), cuda.mem_alloc(nbytes)
-    cuda.memcpy_dtod(b, a, nbytes)
-    s, e = cuda.Event(), cuda.Event()
-    s.record()
-    for _ in range(reps):
-        cuda.memcpy_dtod(b, a, nbytes)
-    e.record()
-    e.synchronize()
-    ms = s.time_till(e) / reps
-    a.free()
-    b.free()
-    return 2 * nbytes / (ms * 1e-3) / 1e9        # read + write
-
-
 def reference(app, name, inputs, sizes, kw, cache_dir):
     """The app's numpy reference and the seconds it took, cached in ``cache_dir`` (one
     file an app and size) so that each schedule, and gpu_halide.py, compute it once."""
@@ -218,8 +204,9 @@ def run(args):
             sys.exit(f"cannot run on a GPU: {reason} (use --emulate to check the script on the CPU)")
         import pycuda.autoprimaryctx  # noqa: F401
         import pycuda.driver as cuda
+        from tilesolve.tune.gpu_micro import copy_bandwidth
         dev = pycuda.autoprimaryctx.device
-        bw = _bandwidth_gbs(cuda)
+        bw = copy_bandwidth(cuda).value
         print(f"device: {dev.name()} (cc {dev.compute_capability()}), measured copy bandwidth "
               f"{bw:.0f} GB/s", flush=True)
     results, start = [], time.perf_counter()
@@ -253,7 +240,7 @@ def run(args):
             outs = out if isinstance(out, tuple) else (out,)
             ok, row["max_err"], row["tolerance"] = verdict(app, pipe, out, ref)
             row["ok"] = bool(ok)
-            row["launches"] = _count_launches(b.program, sizes, inputs, b.defaults)
+            row["launches"] = count_launches(b.program, sizes, inputs, b.defaults)
             if not args.emulate:
                 slow = first_s > args.slow_s               # a few runs only: say so
                 row["repeats"] = 3 if slow else args.repeats
@@ -272,27 +259,6 @@ def run(args):
     _header()
     for r in sorted(results, key=lambda r: (r["app"], r["schedule"])):
         _print_row(r, naive)
-
-
-def _count_launches(program, sizes, inputs, defaults) -> int:
-    """Kernel launches one realize makes (the host plan run against a counting device)."""
-    from tilesolve.backend.cuda.plan import bind_arguments, run_plan
-
-    class Counter:
-        n = 0
-
-        def alloc(self, name, type_, count):
-            return object()
-
-        def free(self, handle):
-            pass
-
-        def launch(self, kernel, grid, block, args):
-            self.n += 1
-    env, arrays, _ = bind_arguments(program.args, sizes, inputs, defaults)
-    dev = Counter()
-    run_plan(program, env, {n: object() for n in arrays}, dev)
-    return dev.n
 
 
 def main(argv=None):

@@ -241,6 +241,32 @@ def plan_str(step, indent: int = 0) -> str:
     return "\n".join(lines)
 
 
+class _LaunchCounter:
+    """A device that runs nothing and counts the launches asked of it."""
+
+    def __init__(self):
+        self.launches = 0
+
+    def alloc(self, name, type_, count):
+        return object()
+
+    def free(self, handle):
+        pass
+
+    def launch(self, kernel, grid, block, args):
+        self.launches += 1
+
+
+def count_launches(program: CudaProgram, sizes, inputs: dict, defaults: dict | None = None) -> int:
+    """How many kernel launches one realize of ``program`` makes at ``sizes`` with
+    ``inputs`` (the host plan run against a device that only counts; no GPU needed).
+    A loop left on the host around a kernel shows here as one launch per iteration."""
+    env, arrays, _ = bind_arguments(program.args, sizes, inputs, defaults)
+    dev = _LaunchCounter()
+    run_plan(program, env, {n: object() for n in arrays}, dev)
+    return dev.launches
+
+
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
