@@ -185,15 +185,24 @@ def _print_row(r, naive):
           f"{'ok' if r['ok'] else 'WRONG (' + r['tolerance'] + ')'}", flush=True)
 
 
+def _naive(results) -> dict:
+    """app -> the gpu_root schedule's time: the 'x naive' column's base."""
+    return {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"}
+
+
+def _rank(path) -> tuple:
+    """Sort key of a build file ``app__schedule.pkl``: by ORDER, then by name."""
+    sched = path.stem.split("__")[1]
+    return (ORDER.index(sched) if sched in ORDER else len(ORDER), path.stem)
+
+
 def _header():
     print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'launches':>8s} {'gpu ms':>9s} "
           f"{'x bound':>8s} {'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check", flush=True)
 
 
 def run(args):
-    paths = sorted(Path(args.builds).glob("*.pkl"),
-                   key=lambda p: (ORDER.index(p.stem.split("__")[1])
-                                  if p.stem.split("__")[1] in ORDER else len(ORDER), p.stem))
+    paths = sorted(Path(args.builds).glob("*.pkl"), key=_rank)
     if not paths:
         sys.exit(f"no builds in {args.builds}; run the build phase first")
     bw = None
@@ -252,10 +261,10 @@ def run(args):
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
             traceback.print_exc()
         results.append(row)
-        _print_row(row, {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"})
+        _print_row(row, _naive(results))
         if args.json:
             Path(args.json).write_text(json.dumps({"bandwidth_gbs": bw, "results": results}, indent=1))
-    naive = {r["app"]: r.get("gpu_ms") for r in results if r["schedule"] == "gpu_root"}
+    naive = _naive(results)
     _header()
     for r in sorted(results, key=lambda r: (r["app"], r["schedule"])):
         _print_row(r, naive)

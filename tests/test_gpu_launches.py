@@ -7,6 +7,7 @@ kernels a realize for bilateral_grid, 194,808 for lens_blur and 658,045 for nl_m
 (23.6 s of host plan alone), until such loops became block dimensions
 (``schedule_gen._host_loops_on_blocks``).  The plan is run here against a device
 that only counts, at the papers' sizes."""
+import numpy as np
 import pytest
 
 import tilesolve as ts
@@ -45,7 +46,6 @@ def test_loops_outside_the_block_loops_become_blocks():
     sched = ts.solve_schedule(pipe, "h100", estimates=est, method="greedy")
     kinds = [d.kind for d in sched.func_schedule("g").stages[0].dims]
     assert kinds.count("gpu_block") == 3 and "serial" not in kinds, kinds
-    import numpy as np
     a = np.random.default_rng(0).random((3, 4, 8, 64), dtype=np.float32)
     prog, n = _launches(pipe, sched, [64, 8, 4, 3], {"inp": a})
     assert n <= len(prog.kernels)

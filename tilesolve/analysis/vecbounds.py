@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from ..model import expr as E
-from .fastbounds import FastBounder, _summary, post_order
+from .fastbounds import _OPERATORS, FastBounder, _summary, post_order
 from .intervals import numeric as N
 
 INF = math.inf
@@ -133,7 +133,7 @@ class VecBounder:
         scalar path bounds whole."""
         if not (_free_names(e) & self.varying):
             return ()
-        if isinstance(e, (E.BinOp, E.Not, E.Select, E.Cast)):
+        if type(e) in _OPERATORS:
             return e.children()
         if isinstance(e, E.Intrinsic):
             return tuple(e.args)

@@ -139,9 +139,8 @@ def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[b
     report, n_samples, n_pipes = None, 0, 0
     new = spec
     if spec.is_gpu:                       # what a driven GPU measured; the rest is kept
-        measured = {f: micro.get(m) for f, m in (("launch_overhead_us", "launch_overhead_us"),
-                                                 ("memory_bandwidth_gbs",
-                                                  "gpu_memory_bandwidth_gbs"))}
+        from .gpu_micro import GPU_FIELDS
+        measured = {f: micro.get(m) for f, m in GPU_FIELDS}
         new = spec.replace(**{f: round(v, 3) for f, v in measured.items() if v is not None})
     if spec.is_cpu:
         new = spec.replace(memory_bandwidth_gbs=micro.get("memory_bandwidth_gbs"))

@@ -23,7 +23,11 @@ import numpy as np
 
 from .microbench import Measurement
 
-__all__ = ["gpu_measurements", "EMPTY_KERNEL_PTX"]
+__all__ = ["gpu_measurements", "EMPTY_KERNEL_PTX", "GPU_FIELDS"]
+
+# spec field -> the measurement that gives it (calibrate writes it, yaml_out comments it)
+GPU_FIELDS = (("launch_overhead_us", "launch_overhead_us"),
+              ("memory_bandwidth_gbs", "gpu_memory_bandwidth_gbs"))
 
 EMPTY_KERNEL_PTX = b"""
 .version 7.0
@@ -112,4 +116,3 @@ def gpu_measurements(spec) -> List[Measurement]:
     for m in out:
         m.how += f", on {name}"
     return out
-

@@ -37,8 +37,8 @@ def _field_comments(base, new, detected: bool, micro, fit, pipelines: int) -> Di
     c["clock_ghz"] = (f"{src} (cpufreq maximum or /proc/cpuinfo), not measured" if detected
                       else f"{src}, not measured")
     if new.is_gpu:
-        for field_, name in (("launch_overhead_us", "launch_overhead_us"),
-                             ("memory_bandwidth_gbs", "gpu_memory_bandwidth_gbs")):
+        from .gpu_micro import GPU_FIELDS
+        for field_, name in GPU_FIELDS:
             m = micro.items.get(name)
             c[field_] = (m.how if m is not None and m.measured else
                          f"kept from base spec {base.name}; " + (m.how if m is not None
