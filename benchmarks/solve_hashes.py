@@ -1,0 +1,55 @@
+"""Every app's schedule from each solver, as a hash, with its solve time: a check that a
+refactoring of the solvers or the analysis changes no schedule.
+
+    python benchmarks/solve_hashes.py > before.txt     # on the old tree
+    python benchmarks/solve_hashes.py > after.txt      # on the new one
+    diff <(cut -d' ' -f1,2,4 before.txt) <(cut -d' ' -f1,2,4 after.txt)
+
+A line: ``app method seconds hash``; the hash covers the schedule's code (not its
+header, which holds the solve time) and its predicted cost.  Each solve runs twice
+and the faster time is printed; the last line is the total.  Spec: ``--spec``
+(default host), the papers' estimates.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import tilesolve as ts  # noqa: E402
+from tilesolve.apps import APPS  # noqa: E402
+
+
+def schedule_hash(s) -> str:
+    code = "\n".join(ln for ln in str(s).splitlines() if not ln.startswith("#"))
+    cost = getattr(s.provenance, "predicted_cost", "")
+    return hashlib.md5((code + repr(cost)).encode()).hexdigest()[:10]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--spec", default="host")
+    p.add_argument("--methods", default="greedy,beam,ilp")
+    p.add_argument("--apps", default=",".join(APPS))
+    a = p.parse_args(argv)
+    total = 0.0
+    for name in a.apps.split(","):
+        app = APPS[name]
+        pipe, est = app.build(app.PAPER_SIZE)
+        for m in a.methods.split(","):
+            best, s = float("inf"), None
+            for _ in range(2):
+                t0 = time.perf_counter()
+                s = ts.solve_schedule(pipe, a.spec, estimates=est, method=m)
+                best = min(best, time.perf_counter() - t0)
+            total += best
+            print(f"{name} {m} {best:.3f} {schedule_hash(s)}", flush=True)
+    print(f"total {total:.2f}")
+
+
+if __name__ == "__main__":
+    main()
