@@ -9,7 +9,9 @@ places it, written with ``tilesolve.distributed.store`` into a sink:
   between scheduler and workers): how far the tasks themselves scale;
 * ``cluster``: LocalClusters of 1 and 2 one-thread workers; per run, the mean wall time
   and the CPU time of every thread of the workers and of this process (scheduler and
-  client), read from /proc (Linux), against the same span with the cluster idle.
+  client), read from /proc (Linux), against the same span with the cluster idle;
+* ``round trip``: on a 1-worker cluster, a task with no inputs and no work under a fresh
+  key each time, from the call until it starts and until its result is back (median).
 """
 from __future__ import annotations
 
@@ -108,6 +110,34 @@ def cluster(runs: int, processes: bool) -> None:
                 print(f"  {name[:60]:60s} {1e3 * busy[name]:6.1f} ({1e3 * idle.get(name, 0):.1f})")
 
 
+def _now():
+    return time.time()
+
+
+def round_trip(runs: int, processes: bool) -> None:
+    import uuid
+
+    import distributed
+    cl = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=processes,
+                                  dashboard_address=None, silence_logs=40)
+    client = distributed.Client(cl)
+    try:
+        starts, ends = [], []
+        for i in range(runs + 5):
+            key = f"round-trip-{uuid.uuid4().hex}"
+            t = time.time()
+            started = client.get({key: (_now,)}, key, sync=True)
+            if i >= 5:                               # the first calls warm the cluster up
+                starts.append(started - t)
+                ends.append(time.time() - t)
+    finally:
+        client.close()
+        cl.close()
+    print(f"round trip ({'processes' if processes else 'threads'}): an empty task starts "
+          f"{1e3 * np.median(starts):.1f} ms after the call, its result is back after "
+          f"{1e3 * np.median(ends):.1f} ms (medians of {runs})")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=20)
@@ -115,6 +145,7 @@ def main() -> None:
     args = p.parse_args()
     local(args.runs)
     cluster(args.runs, args.kind == "processes")
+    round_trip(args.runs, args.kind == "processes")
 
 
 if __name__ == "__main__":
