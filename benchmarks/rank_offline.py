@@ -53,8 +53,8 @@ def _is_climb(row) -> bool:
 def price_tuning(tuning: dict, rows: list, include_variants: bool = False) -> dict:
     """Price ``rows`` (measurements of ``tuning``) with the current model.
 
-    Returns {"points": [(cost, ms, source, costs)], "variants": n, "unpriced": n,
-    "failed": n}."""
+    Returns {"points": [(cost, ms, source, costs)], "rows": the row of each point,
+    "variants": n, "unpriced": n, "failed": n}."""
     from tilesolve.apps import get_app
     from tilesolve.model.schedule import Schedule
     from tilesolve.solver.cost import CostModel
@@ -67,7 +67,7 @@ def price_tuning(tuning: dict, rows: list, include_variants: bool = False) -> di
     est = {k: list(v) for k, v in tuning["estimates"].items()}
     spec = HardwareSpec.from_dict(tuning["spec"], source="stored spec")
     model = CostModel(Problem(pipe, spec, est))
-    out = {"points": [], "variants": 0, "unpriced": 0, "failed": 0,
+    out = {"points": [], "rows": [], "variants": 0, "unpriced": 0, "failed": 0,
            "sizes": est[pipe.output_names[0]]}
     for row in rows:
         if row["error"] is not None or row["measured_ms"] is None:
@@ -85,6 +85,7 @@ def price_tuning(tuning: dict, rows: list, include_variants: bool = False) -> di
             continue
         out["points"].append((sum(cost_of_terms(c) for c in costs), row["measured_ms"],
                               row["source"], costs))
+        out["rows"].append(row)
     return out
 
 
