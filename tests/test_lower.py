@@ -152,6 +152,28 @@ def test_guard_with_if_tail_has_a_steady_state_without_guards_and_still_matches(
         assert guard in str(v.else_case)
 
 
+def test_a_producer_inside_a_guard_with_if_tail_loop_computes_nothing_past_the_end():
+    """Found by the fuzz profile: f0 computed at the innermost loop of a guard_with_if
+    split of y (yo inside yi), so y is bound outside the walk that gives f0's region.
+    The tail guard (y < extent) used to be dropped there, f0 was computed at every y up
+    to a multiple of 2, and the checked build caught the read of in0 one row past the
+    image.  f0's region is now empty past the end."""
+    in0 = ts.ImageParam(ts.uint8, 2, "in0")
+    f0, f3 = ts.Func("f0"), ts.Func("f3")
+    f0[x, y] = ts.cast(int32, in0[x, y]) * 3
+    f3[x, y] = ts.cast(int32, in0[x, y]) + f0[x, y] * 2
+    pipe = ts.Pipeline([f3])
+    s = ts.Schedule(pipe)
+    s[f3].split(y, "yo", "yi", 2, tail="guard_with_if").reorder("yo", "yi", x)
+    s[f0].compute_at(f3, "yo")
+    c = ts.compile(pipe, s, checked=True)
+    rng = np.random.default_rng(3)
+    for sizes in ([1, 1], [3, 1], [1, 3], [4, 5]):
+        a = rng.integers(0, 255, size=tuple(reversed(sizes)), dtype=np.uint8)
+        np.testing.assert_array_equal(c.realize(sizes, in0=a),
+                                      ts.reference.realize(pipe, sizes, in0=a))
+
+
 def test_round_up_grows_the_producer_and_its_input_region():
     pipe, bx, by = blur()
     s = ts.Schedule(pipe)

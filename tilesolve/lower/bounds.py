@@ -15,7 +15,11 @@ outside it, region Vars, argument extents, Params):
   (``x < e`` makes ``x <= e - 1`` in the then-branch: guard_with_if tails
   therefore never demand the points they skip); a condition on free names
   only (``out.extent.0 >= 256``, the shift-inward test) gives
-  ``select(cond, box_then, box_else)``, so each version of a nest is exact.
+  ``select(cond, box_then, box_else)``, so each version of a nest is exact; a
+  guard with no else on a Var bound outside the walk (``y < e``: a guard_with_if
+  tail where a producer is computed inside the tail's loop) trims it
+  (``[y, min(y, e - 1)]``), and a box under such a guard alone is empty where the
+  guard fails, so the producer computes nothing past the end.
 
 Boxes are lists of ``(lo, hi)`` per dimension, innermost first.
 """
@@ -393,16 +397,27 @@ class _Walker:
         if not any(dict.__contains__(self.scope, n) for n in free):
             # a test of names free at the walk's root (the shift-inward test on a
             # region's extent): each branch counts only when it runs
+            if s.else_case is None:
+                # a guard with nothing else (a guard_with_if tail tested on a loop
+                # variable bound outside the walk, where a producer is computed
+                # inside that loop): past it nothing is touched
+                a = yield from self._narrowed(s.then_case, cond, True, trim=True)
+                return _only_when(cond, a)
             a = yield s.then_case
-            b = None if s.else_case is None else (yield s.else_case)
+            b = yield s.else_case
             return _select_box(cond, a, b) if a is not None and b is not None else union_box(a, b)
-        box = yield from self._narrowed(s.then_case, s.cond, True)
+        box = yield from self._narrowed(s.then_case, s.cond, True, trim=s.else_case is None)
         if s.else_case is not None:
             box = union_box(box, (yield from self._narrowed(s.else_case, s.cond, False)))
         return box
 
-    def _narrowed(self, s, cond, truth):
+    def _narrowed(self, s, cond, truth, trim: bool = False):
+        """Walk ``s`` where ``cond == truth``: the names bound in the walk that it
+        bounds narrowed; with ``trim`` (a guard with no else) the free ones too
+        (``free_narrowings``), so a box touched only below a bound stops there."""
         narrow = narrowings(self, cond, truth)
+        if trim:
+            narrow += free_narrowings(self, cond, truth)
         if not narrow:
             return (yield s)
         # Intervals cached before stay valid (only wider than they could be);
@@ -418,6 +433,22 @@ class _Walker:
                 del self.scope.cache[k]
 
 
+def _only_when(cond, box):
+    """``box`` where it is touched only when ``cond`` holds: empty otherwise (its upper
+    end one below its lower), so a producer computes nothing there.  As an interval
+    this is no wider than ``box``."""
+    if box is None:
+        return None
+    out = []
+    for lo, hi in box:
+        if lo is None or hi is None:
+            out.append((lo, hi))
+            continue
+        empty = simplify(lo - 1)
+        out.append((lo, E.select(cond, hi, empty)))
+    return out
+
+
 _NEG = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
@@ -425,19 +456,8 @@ _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
     """``(name, Interval)`` tightenings of scope names implied by ``cond == truth``
     (conjunctions of ``var < e``, ``var <= e``, ``var > e``, ``var >= e``)."""
-    conds = []
-
-    def split(c, t):
-        if isinstance(c, E.BinOp) and ((c.op == "and" and t) or (c.op == "or" and not t)):
-            split(c.a, t)
-            split(c.b, t)
-        elif isinstance(c, E.Not):
-            split(c.a, not t)
-        elif isinstance(c, E.BinOp) and c.op in _NEG:
-            conds.append((c.op if t else _NEG[c.op], c.a, c.b))
-    split(cond, truth)
     out = {}
-    for op, a, b in conds:
+    for op, a, b in _comparisons(cond, truth):
         if not isinstance(a, E.Var) and isinstance(b, E.Var):
             op, a, b = _FLIP[op], b, a
         if not isinstance(a, E.Var) or not dict.__contains__(w.scope, a.name) or a.type != INT:
@@ -461,6 +481,49 @@ def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
             lim = bl + 1 if op == "gt" else bl
             out[a.name] = Interval(_simp(lim if lo is None else E.max_(lo, lim)), hi)
     return list(out.items())
+
+
+def _comparisons(cond: E.Expr, truth: bool) -> list:
+    """``(op, a, b)`` for the comparisons ``a op b`` that ``cond == truth`` implies
+    (through conjunctions, negations and De Morgan)."""
+    conds = []
+
+    def split(c, t):
+        if isinstance(c, E.BinOp) and ((c.op == "and" and t) or (c.op == "or" and not t)):
+            split(c.a, t)
+            split(c.b, t)
+        elif isinstance(c, E.Not):
+            split(c.a, not t)
+        elif isinstance(c, E.BinOp) and c.op in _NEG:
+            conds.append((c.op if t else _NEG[c.op], c.a, c.b))
+    split(cond, truth)
+    return conds
+
+
+def free_narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
+    """``(name, Interval)`` for the int32 Vars free at the walk's root (bound outside
+    it: a guard_with_if tail's loop variable where a producer is computed inside that
+    loop) that ``cond == truth`` bounds: ``v < e`` gives ``v`` the interval
+    ``[v, min(v, hi(e) - 1)]``, empty where the test fails, and ``v > e`` gives
+    ``[max(v, lo(e) + 1), v]`` (``hi``/``lo``: bounds over the walk's scope)."""
+    out = {}
+    for op, a, b in _comparisons(cond, truth):
+        if not isinstance(a, E.Var) and isinstance(b, E.Var):
+            op, a, b = _FLIP[op], b, a
+        if not isinstance(a, E.Var) or a.type != INT or dict.__contains__(w.scope, a.name):
+            continue
+        if any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
+            continue
+        bl, bh = w.pair(w.bounder(), b)
+        lo, hi = out.get(a.name, (a, a))
+        if op in ("lt", "le") and bh is not None:
+            hi = E.min_(hi, simplify(bh - 1) if op == "lt" else bh)
+        elif op in ("gt", "ge") and bl is not None:
+            lo = E.max_(lo, simplify(bl + 1) if op == "gt" else bl)
+        else:
+            continue
+        out[a.name] = (lo, hi)
+    return [(n, Interval(simplify(lo), simplify(hi))) for n, (lo, hi) in out.items()]
 
 
 def _simp(e):
