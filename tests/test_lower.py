@@ -174,6 +174,29 @@ def test_a_producer_inside_a_guard_with_if_tail_loop_computes_nothing_past_the_e
                                       ts.reference.realize(pipe, sizes, in0=a))
 
 
+def test_a_split_by_one_has_no_tail_and_keeps_the_fused_ranges():
+    """Found by the fuzz profile: a split by 1 with round_up on a fused dimension was
+    taken to grow it (the extent is not a constant), so the fused originals lost their
+    ranges and y = t / extent was bounded below 0: realize refused a valid in1 as read
+    below 0, where the reference reads rows 0..2."""
+    in0, in1 = ts.ImageParam(ts.uint8, 2, "in0"), ts.ImageParam(ts.uint8, 2, "in1")
+    f0, f1 = ts.Func("f0"), ts.Func("f1")
+    f0[x, y] = ts.cast(int32, in1[2 * x, 2 * y])
+    f1[x, y] = ts.cast(int32, in0[x, y]) + f0[x, y] * 2
+    pipe = ts.Pipeline([f1])
+    s = ts.Schedule(pipe)
+    s[f0].compute_root().fuse(x, y, "t").split("t", "to", "ti", 1) \
+        .tile("ti", "to", "a", "b", "c", "d", 1, 1, tail="round_up")
+    lowered = lower(pipe, s)
+    assert input_regions(lowered, {"f1": [1, 2], "in0": [1, 2], "in1": [2, 4]})["in1"] \
+        == [(0, 0), (0, 2)]
+    rng = np.random.default_rng(5)
+    a0 = rng.integers(0, 255, size=(2, 1), dtype=np.uint8)
+    a1 = rng.integers(0, 255, size=(3, 1), dtype=np.uint8)
+    np.testing.assert_array_equal(ts.compile(pipe, s, checked=True).realize([1, 2], in0=a0, in1=a1),
+                                  ts.reference.realize(pipe, [1, 2], in0=a0, in1=a1))
+
+
 def test_round_up_grows_the_producer_and_its_input_region():
     pipe, bx, by = blur()
     s = ts.Schedule(pipe)

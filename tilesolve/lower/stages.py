@@ -143,8 +143,8 @@ class _Builder:
         ce = ext.value if isinstance(ext, E.Const) else None
         o_ir = self.fresh(f"{lp.ir}.{t.outer}")
         i_ir = self.fresh(f"{lp.ir}.{t.inner}")
-        exact = ce is not None and ce % f_ == 0
-        o_ext = _i(ce // f_) if exact else simplify((ext + (f_ - 1)) / f_)
+        exact = f_ == 1 or (ce is not None and ce % f_ == 0)     # no tail
+        o_ext = ext if f_ == 1 else _i(ce // f_) if exact else simplify((ext + (f_ - 1)) / f_)
         cur[t.outer] = _Loop(o_ir, _i(0), o_ext, lp.is_rvar)
         cur[t.inner] = _Loop(i_ir, _i(0), _i(f_), lp.is_rvar)
         base = _v(o_ir) * f_ + mn
