@@ -78,17 +78,10 @@ def _time_rounds(builds: list, inputs: dict, sizes, rounds: int, seed: int) -> n
     return out
 
 
-def _same(a, b) -> bool:
-    a = a if isinstance(a, tuple) else (a,)
-    b = b if isinstance(b, tuple) else (b,)
-    return all(np.array_equal(x, y) or (x.dtype.kind == "f" and
-                                        np.allclose(x, y, rtol=1e-4, atol=1e-4))
-               for x, y in zip(a, b))
-
-
 def ceiling(tuning: dict, rows: list, rounds: int, spec: str, log) -> dict | None:
     import tilesolve as ts
     from tilesolve.apps import get_app
+    from tilesolve.bench.runner import compare
     from tilesolve.model.schedule import Schedule
     from tilesolve.tune.stats import spearman
     priced = price_tuning(_spec_for(tuning, spec), rows)
@@ -105,7 +98,7 @@ def ceiling(tuning: dict, rows: list, rounds: int, spec: str, log) -> dict | Non
         got = c.realize(sizes, **inputs)
         if first is None:
             first = got
-        elif not _same(got, first):
+        elif not compare(got, first)[0]:
             raise AssertionError(f"{tuning['app']}: a schedule's output differs")
         builds.append(c)
         costs.append(cost)

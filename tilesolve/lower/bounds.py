@@ -457,30 +457,44 @@ def narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
     """``(name, Interval)`` tightenings of scope names implied by ``cond == truth``
     (conjunctions of ``var < e``, ``var <= e``, ``var > e``, ``var >= e``)."""
     out = {}
-    for op, a, b in _comparisons(cond, truth):
-        if not isinstance(a, E.Var) and isinstance(b, E.Var):
-            op, a, b = _FLIP[op], b, a
-        if not isinstance(a, E.Var) or not dict.__contains__(w.scope, a.name) or a.type != INT:
+    for op, a, b in _var_comparisons(cond, truth):
+        if not dict.__contains__(w.scope, a.name):
             continue
         entry = dict.get(w.scope, a.name)
         if isinstance(entry, _Pending) and entry.extent is None and entry.known is None:
             continue    # a plain let: inlining it (see inline_lets) keeps more than narrowing
-        if any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
-            continue
-        bd = w.bounder()
-        bl, bh = w.pair(bd, b)
         cur = out.get(a.name)
         cur = w.scope.get(a.name) if cur is None else cur
-        lo, hi = cur.lo, cur.hi
-        lo = None if lo is None else _endpoint(lo, INT, True)
-        hi = None if hi is None else _endpoint(hi, INT, False)
-        if op in ("lt", "le") and bh is not None:
-            lim = bh - 1 if op == "lt" else bh
+        lo = None if cur.lo is None else _endpoint(cur.lo, INT, True)
+        hi = None if cur.hi is None else _endpoint(cur.hi, INT, False)
+        side, lim = _limit(w, op, b)
+        if side == "hi":
             out[a.name] = Interval(lo, _simp(lim if hi is None else E.min_(hi, lim)))
-        elif op in ("gt", "ge") and bl is not None:
-            lim = bl + 1 if op == "gt" else bl
+        elif side == "lo":
             out[a.name] = Interval(_simp(lim if lo is None else E.max_(lo, lim)), hi)
     return list(out.items())
+
+
+def _var_comparisons(cond: E.Expr, truth: bool):
+    """``(op, var, e)`` for the comparisons of an int32 Var with an Expr not reading it
+    that ``cond == truth`` implies, the Var on the left."""
+    for op, a, b in _comparisons(cond, truth):
+        if not isinstance(a, E.Var) and isinstance(b, E.Var):
+            op, a, b = _FLIP[op], b, a
+        if isinstance(a, E.Var) and a.type == INT and \
+                not any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
+            yield op, a, b
+
+
+def _limit(w: _Walker, op: str, b: E.Expr) -> tuple:
+    """What ``var op b`` bounds: ``("hi", last value)``, ``("lo", first value)``, or
+    ``(None, None)`` where ``b`` has no bound over the walk's scope on that side."""
+    bl, bh = w.pair(w.bounder(), b)
+    if op in ("lt", "le") and bh is not None:
+        return "hi", (bh - 1 if op == "lt" else bh)
+    if op in ("gt", "ge") and bl is not None:
+        return "lo", (bl + 1 if op == "gt" else bl)
+    return None, None
 
 
 def _comparisons(cond: E.Expr, truth: bool) -> list:
@@ -507,19 +521,15 @@ def free_narrowings(w: _Walker, cond: E.Expr, truth: bool) -> list:
     ``[v, min(v, hi(e) - 1)]``, empty where the test fails, and ``v > e`` gives
     ``[max(v, lo(e) + 1), v]`` (``hi``/``lo``: bounds over the walk's scope)."""
     out = {}
-    for op, a, b in _comparisons(cond, truth):
-        if not isinstance(a, E.Var) and isinstance(b, E.Var):
-            op, a, b = _FLIP[op], b, a
-        if not isinstance(a, E.Var) or a.type != INT or dict.__contains__(w.scope, a.name):
+    for op, a, b in _var_comparisons(cond, truth):
+        if dict.__contains__(w.scope, a.name):
             continue
-        if any(isinstance(n, E.Var) and n.name == a.name for n in walk(b)):
-            continue
-        bl, bh = w.pair(w.bounder(), b)
         lo, hi = out.get(a.name, (a, a))
-        if op in ("lt", "le") and bh is not None:
-            hi = E.min_(hi, simplify(bh - 1) if op == "lt" else bh)
-        elif op in ("gt", "ge") and bl is not None:
-            lo = E.max_(lo, simplify(bl + 1) if op == "gt" else bl)
+        side, lim = _limit(w, op, b)
+        if side == "hi":
+            hi = E.min_(hi, lim)
+        elif side == "lo":
+            lo = E.max_(lo, lim)
         else:
             continue
         out[a.name] = (lo, hi)
