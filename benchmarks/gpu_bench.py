@@ -225,6 +225,7 @@ def run(args):
         name, sname, sizes, kw = rec["app"], rec["schedule"], rec["sizes"], rec["build_kw"]
         app, b = APPS[name], rec["build"]
         row = {"app": name, "schedule": sname, "sizes": sizes, "kernels": len(b.program.kernels)}
+        row.update({k: rec[k] for k in ("predicted_cost", "source", "spec") if k in rec})
         if time.perf_counter() - start > args.deadline:
             row["skipped"] = f"not run: past the {args.deadline:g} s deadline"
         elif rec["serial_kernels"] and np.prod(sizes) > 1 << 16 and not args.emulate:

@@ -129,3 +129,28 @@ def test_occupancy_helper_matches_the_calculator():
     assert occupancy(spec, 256, 49152, 32) == 0.5
     # 128 regs: 65536 // (4096 * 8) = 2 blocks -> 16 / 64
     assert occupancy(spec, 256, 0, 128) == 0.25
+
+
+def test_a_restricted_tile_menu_keeps_whole_menus_where_it_leaves_none():
+    """autotune's ILP menus (small, medium, large tiles, whole rows) filter each Func's
+    tilings; a GPU stage has no untiled tiling to keep, and where none is of the
+    filter's kind (max_filter's 1-wide stages: no 'rows' tiling) the Func keeps its
+    whole menu: before, the empty menu was priced and the bounds code indexed past
+    its end (IndexError in camera_pipe, max_filter, interpolate and others)."""
+    from tilesolve.solver.cost import CostModel
+    from tilesolve.solver.problem import Problem
+    from tilesolve.solver.space import Group
+    from tilesolve.tune.candidates import MENUS
+    app = get_app("max_filter")
+    pipe, est = app.build(app.PAPER_SIZE)
+    problem = Problem(pipe, ts.load_spec("h100"), est)
+    full = CostModel(problem)
+    for name, keep in MENUS.items():
+        model = CostModel(problem, menu_filter=keep)
+        for f in problem.funcs:
+            menu = model.menu(f).tilings
+            assert menu, (name, f)
+            kept = [t for t in full.menu(f).tilings if keep(problem, f, t)]
+            assert menu == (kept or full.menu(f).tilings), (name, f)
+            assert math.isfinite(float(model.best(Group.singleton(f))[1].total)) \
+                or not model.feasible(Group.singleton(f))

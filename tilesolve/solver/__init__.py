@@ -124,10 +124,17 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
                               f"the package {e.name or e}, which does not import: {e}; install "
                               "it, or use method='greedy' or 'beam'") from None
     prov = prov.replace(solve_time=round(time.perf_counter() - t0, 4), spec=spec.name)
+    return verified_schedule(pipeline, problem, columns, prov, verify)
+
+
+def verified_schedule(pipeline, problem, columns, prov, verify=None):
+    """The schedule of ``columns``; on a GPU spec, with each Func that ``verify``
+    names (``ScheduleError.func``: its per-block buffer has no constant size) and
+    the group members it reads computed at root, until ``verify`` passes."""
     at_root: set = set()
     for _ in range(len(problem.funcs) + 1):
         sched = schedule_from_columns(problem, columns, prov, at_root=at_root)
-        if verify is None or not spec.is_gpu:
+        if verify is None or not problem.spec.is_gpu:
             return sched
         try:
             verify(pipeline, sched)

@@ -242,8 +242,10 @@ class CostModel:
         if m is None:
             tilings = candidate_tilings(self.problem, Group.singleton(output))
             if self.menu_filter is not None:
+                # a Func with no tiling of the filter's kind (a GPU stage has no
+                # untiled one to keep) keeps its whole menu
                 tilings = [t for t in tilings if t.is_untiled()
-                           or self.menu_filter(self.problem, output, t)]
+                           or self.menu_filter(self.problem, output, t)] or tilings
             m = self._menus[output] = _Menu(self.problem, output, tilings)
         return m
 
