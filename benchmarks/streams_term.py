@@ -21,7 +21,7 @@ gated by the balance of arithmetic and memory) raised this grid's rho to 0.65 bu
 the solvers' schedules of 8 other apps up to 2.4x slower, and was not kept.)
 
 ``solvers``: each app's greedy and ILP schedule at the paper size solved twice, with
-the term and without it (``STREAM_MISS_LOADS`` set to 0); where the schedules differ,
+the term and without it (the spec's ``stream_miss_loads`` set to 0); where the schedules differ,
 both are compiled and timed against each other in one process (interleaved rounds,
 fastest run).  The last line gives the geomean of with / without over all schedules
 (a schedule that did not change counts 1).  (Stop 25, the 15 apps, quiet machine:
@@ -38,7 +38,7 @@ import numpy as np
 
 import tilesolve as ts
 from tilesolve.apps import get_app, list_apps
-from tilesolve.solver import cost as cost_mod
+from tilesolve.solver.cost_terms import stream_miss_loads
 
 XS = (16, 32, 64, 128, 256, 512)
 YS = (4, 8, 16, 32, 64, 128, 256)
@@ -84,19 +84,14 @@ def grid(threads: int, rounds: int, wide: bool = False) -> dict:
             t = time.perf_counter()
             c.realize(sizes, out=out, **inputs)
             times[k] = min(times[k], time.perf_counter() - t)
-    problem = Problem(pipe, ts.load_spec("host"), est)
+    host = ts.load_spec("host")
     group = Group("blur_y", frozenset({"blur_x", "blur_y"}))
 
-    def predict():
-        m = CostModel(problem)
+    def predict(spec):
+        m = CostModel(Problem(pipe, spec, est))
         return {k: sum(m.cost(group, Tiling(k)).terms().values()) for k in builds}
-    with_term = predict()
-    saved = cost_mod.STREAM_MISS_LOADS
-    cost_mod.STREAM_MISS_LOADS = 0.0
-    try:
-        without = predict()
-    finally:
-        cost_mod.STREAM_MISS_LOADS = saved
+    with_term = predict(host.replace(stream_miss_loads=stream_miss_loads(host) or None))
+    without = predict(host.replace(stream_miss_loads=0.0))
     keys = list(builds)
     ms = [times[k] * 1e3 for k in keys]
     print(f"blur {sizes}, {threads} threads: ms (predicted, 1e9) per tile width x height")
@@ -114,7 +109,9 @@ def grid(threads: int, rounds: int, wide: bool = False) -> dict:
 
 
 def solvers(apps, methods, rounds: int) -> dict:
-    saved = cost_mod.STREAM_MISS_LOADS
+    host = ts.load_spec("host")
+    specs = {True: host.replace(stream_miss_loads=stream_miss_loads(host) or None),
+             False: host.replace(stream_miss_loads=0.0)}
     rows = []
     for name in apps:
         app = get_app(name)
@@ -124,11 +121,7 @@ def solvers(apps, methods, rounds: int) -> dict:
         for method in methods:
             sched = {}
             for on in (False, True):
-                cost_mod.STREAM_MISS_LOADS = saved if on else 0.0
-                try:
-                    sched[on] = ts.solve_schedule(pipe, "host", estimates=est, method=method)
-                finally:
-                    cost_mod.STREAM_MISS_LOADS = saved
+                sched[on] = ts.solve_schedule(pipe, specs[on], estimates=est, method=method)
             if str(sched[False]) == str(sched[True]):
                 rows.append({"app": name, "method": method, "ratio": 1.0, "same": True})
                 print(f"{name:16s} {method:6s} same schedule", flush=True)

@@ -242,6 +242,13 @@ def test_calibrate_quick_end_to_end(tmp_path, capsys):
         line = next(ln for ln in text.splitlines() if ln.startswith(key + ":"))
         assert "#" in line, line
     assert "# machine: " + host_mod.host_fingerprint() in text
+    # the load_cost fitted to the training set is reported, not applied (--fit-load-cost)
+    assert spec.load_cost == host_mod.LOAD_COST
+    # the streams weight was measured; written as a field (with its comment) when fitted
+    assert "#   stream_miss_loads: " in text and "2-stage stencil" in text
+    if spec.stream_miss_loads is not None:
+        line = next(ln for ln in text.splitlines() if ln.startswith("stream_miss_loads:"))
+        assert "# fitted to" in line, line
     assert _state(installed) == before            # --out: not installed as the host spec
 
 
@@ -344,3 +351,23 @@ def test_a_schedule_read_back_from_json_is_priced_alike(cases):
     assert isinstance(again.provenance, dict)
     assert predict_cost(c.pipeline, again, MACHINE, c.estimates) == \
         predict_cost(c.pipeline, sched, MACHINE, c.estimates)
+
+
+def test_a_fitted_load_cost_is_only_reported_unless_asked_for(cases, tmp_path):
+    """calibrate's default: the training set's best load_cost goes into the comment,
+    the base's stays in the spec (applied, it made the apps' schedules slower on every
+    machine tried), and the scale is the kept spec's."""
+    machine = ts.load_spec(MACHINE)
+    samples = _synthetic_samples(cases, machine.replace(load_cost=25.0), 3e-6, 0.02)
+    start = machine.replace(load_cost=80.0)
+    kept, rep = fit_spec(start, samples, apply_load_cost=False)
+    applied, rep2 = fit_spec(start, samples)
+    assert kept == start and rep.fitted == ("load_cost", "scale") and not rep.applied
+    assert applied.load_cost == rep.load_cost_after == rep2.load_cost_after and rep2.applied
+    assert abs(rep.load_cost_after - 25.0) / 25.0 < 0.1
+    assert rep.scale_ms_per_unit != rep2.scale_ms_per_unit
+    assert "fitted, not applied" in rep.summary()
+    text, spec = spec_yaml(start, kept, detected=False, micro=_fake_micro(), fit=rep,
+                           pipelines=8, quick=True, stamp="2000", machine="m")
+    line = next(ln for ln in text.splitlines() if ln.startswith("load_cost:"))
+    assert spec.load_cost == 80.0 and "not applied" in line and "--fit-load-cost" in line

@@ -164,22 +164,27 @@ def test_menu_facts_equal_per_tile_facts(app):
     assert checked > 50
 
 
-def test_tall_tiles_pay_for_rows_beyond_the_prefetcher(monkeypatch):
+def test_tall_tiles_pay_for_rows_beyond_the_prefetcher():
     """Measured at 6400x4800 (2 threads): blur with tiles of 128x64 ran 31.5 ms, with
     128x16 13.0 ms.  Without the streams term the model ranks them the other way
     (fewer halo rows recomputed); with it, as measured.  Untiled columns read whole
     rows: no stream term."""
-    import tilesolve.solver.cost as cost_mod
-    problem = Problem(blur_pipeline(), load_spec("host"),
-                      {"blur_y": [6400, 4800], "input": [6402, 4802]})
+    from tilesolve.solver.cost_terms import STREAM_MISS_LOADS
+    host = load_spec("host").replace(stream_miss_loads=None)       # the built-in value
+    est = {"blur_y": [6400, 4800], "input": [6402, 4802]}
     group = Group("blur_y", frozenset({"blur_x", "blur_y"}))
 
-    def totals():
-        model = CostModel(problem)
+    def totals(spec):
+        model = CostModel(Problem(blur_pipeline(), spec, est))
         return [model.cost(group, Tiling(t)) for t in ((128, 64), (128, 16))]
-    tall, flat = totals()
+    tall, flat = totals(host)
     assert tall.total > flat.total and tall.streams > 0
+    problem = Problem(blur_pipeline(), host, est)
     assert CostModel(problem).cost(Group.singleton("blur_x"), Tiling((None, None))).streams == 0
-    monkeypatch.setattr(cost_mod, "STREAM_MISS_LOADS", 0.0)
-    tall, flat = totals()
-    assert tall.total < flat.total
+    assert [c.total for c in totals(host.replace(stream_miss_loads=STREAM_MISS_LOADS))] == \
+        [tall.total, flat.total]
+    # a machine whose prefetcher follows every row (as calibrate finds on some): no term
+    tall, flat = totals(host.replace(stream_miss_loads=0.0))
+    assert tall.streams == 0 and tall.total < flat.total
+    half = totals(host.replace(stream_miss_loads=STREAM_MISS_LOADS / 2))[0]
+    assert abs(half.streams - totals(host)[0].streams / 2) <= 1e-6 * half.streams

@@ -27,8 +27,9 @@ from ..analysis.footprint import MenuFacts, box_extents
 from ..heap_limit import limit_from_env
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
-from .cost_terms import (L2_WORD_OPS, STREAM_MISS_LOADS, block_choice, intermediate_words,
-                         l1_miss_fraction, l2_bytes, lane_utilization, stream_words,
+from .cost_terms import (L2_WORD_OPS, block_choice, intermediate_words,
+                         l1_miss_fraction, l2_bytes, lane_utilization, stream_miss_loads,
+                         stream_words,
                          tile_tasks, tile_terms, tiled_stage, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
@@ -317,7 +318,7 @@ class CostModel:
         stores = np.full(k, load_cost * (out_words + FIRST_TOUCH_WORD_LOADS * first_touch_words(
             p, group, self.heap_limit)))
         misses = np.where(untiled, 0.0,
-                          n * load_cost * STREAM_MISS_LOADS * stream_words(p, group, gf))
+                          n * load_cost * stream_miss_loads(spec) * stream_words(p, group, gf))
         memory = np.maximum(loads + stores, 1.0)
         bound = np.clip(1.0 - (arith + lanes) / memory, 0.0, 1.0)     # memory-bound share
         streams = misses * bound

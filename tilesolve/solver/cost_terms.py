@@ -44,7 +44,8 @@ vectorized, perfectly parallel code):
   (``PREFETCH_STREAMS``), the fraction ``1 - PREFETCH_STREAMS / S`` of its
   runs start cold: their first ``STREAM_DETECT_BYTES`` (until the prefetcher
   has seen the run) arrive unprefetched, each word costing
-  ``STREAM_MISS_LOADS`` more loads.  A core stalls on those misses only as far
+  ``STREAM_MISS_LOADS`` more loads (the spec's ``stream_miss_loads`` where it
+  has one: ``tilesolve calibrate`` fits it, ``tune/streams.py``).  A core stalls on those misses only as far
   as the tile is bound by memory: the term is scaled by ``1 - compute /
   memory`` (arithmetic and lanes against loads and stores, clipped to
   [0, 1]); a tile with more arithmetic than memory traffic overlaps them
@@ -135,6 +136,13 @@ STREAM_DETECT_BYTES = 512.0  # bytes of a cold run read before the prefetcher fo
 GATHER_LANE_OPS = 0.0    # a gathered point (see ``scattered writes`` above: not priced yet)
 SCATTER_LANE_OPS = 64.0  # a scattered point: its lane extracted and stored alone
 FAR_STRIDE_BYTES = 1024.0  # a transposed read's stride no prefetcher follows
+
+
+def stream_miss_loads(spec) -> float:
+    """The spec's ``stream_miss_loads`` (``tilesolve calibrate`` fits it to this
+    machine), else ``STREAM_MISS_LOADS``."""
+    v = getattr(spec, "stream_miss_loads", None)
+    return STREAM_MISS_LOADS if v is None else float(v)
 
 
 def vector_registers(spec) -> int:

@@ -35,6 +35,7 @@ class Rule:
     group: str  # "common", "cpu" or "gpu"
     expected: str  # phrase used in error messages: "expected <expected>"
     check: Callable[[Any], Any]  # returns the normalized value or _BAD
+    optional: bool = False  # may be left out (None: the model's built-in value)
 
 
 def _is_int(v: Any) -> bool:
@@ -110,6 +111,8 @@ RULES: Tuple[Rule, ...] = (
     Rule("load_cost", "cpu", "a positive number", _pos_number),
     Rule("vector_multiple", "cpu", _POS, _pos_int),
     Rule("cache_for_tiles", "cpu", "a positive integer (a cache level)", _pos_int),
+    Rule("stream_miss_loads", "cpu", "a non-negative number (loads)", _nonneg_number,
+         optional=True),
     Rule("compute_capability", "gpu", 'a string like "9.0" (quote it in YAML)', _capability),
     Rule("sm_count", "gpu", _POS, _pos_int),
     Rule("warp_size", "gpu", "a positive power of two", _pow2_int),
@@ -140,6 +143,12 @@ def fields_for_kind(kind: str) -> List[str]:
     return [r.name for r in RULES if r.group in ("common", kind)]
 
 
+def is_optional(name: str) -> bool:
+    """Whether field ``name`` may be left out of a spec."""
+    rule = _BY_NAME.get(name)
+    return bool(rule and rule.optional)
+
+
 def _fail(source: str, field: str, expected: str, value: Any) -> SpecError:
     return SpecError(f"{source}: field '{field}': expected {expected}, got {value!r}")
 
@@ -165,6 +174,9 @@ def normalize(data: Any, source: str, *, warn: bool = True) -> Dict[str, Any]:
     out: Dict[str, Any] = {}
     for name in allowed:
         rule = _BY_NAME[name]
+        if name not in data and rule.optional:
+            out[name] = None
+            continue
         if name not in data:
             raise SpecError(f"{source}: field '{name}' is missing: expected {rule.expected}")
         value = rule.check(data[name])

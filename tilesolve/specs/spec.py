@@ -54,6 +54,7 @@ class HardwareSpec:
     load_cost: Optional[float] = None
     vector_multiple: Optional[int] = None
     cache_for_tiles: Optional[int] = None
+    stream_miss_loads: Optional[float] = None
     # --- GPU ----------------------------------------------------------------
     compute_capability: Optional[str] = None
     sm_count: Optional[int] = None
@@ -94,11 +95,13 @@ class HardwareSpec:
 
     def to_dict(self) -> dict:
         """The spec as plain data (only its kind's fields), in schema order."""
-        from .schema import fields_for_kind
+        from .schema import fields_for_kind, is_optional
 
         out: dict = {}
         for name in fields_for_kind(self.kind):
             value = getattr(self, name)
+            if value is None and is_optional(name):
+                continue
             if name == "caches":
                 value = [dataclasses.asdict(c) for c in value]
             out[name] = value

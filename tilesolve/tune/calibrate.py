@@ -7,7 +7,9 @@
 
 Steps: the microbenchmarks (``microbench.py``), the training set (``training.py``:
 random pipelines, several schedules each, compiled, checked against the
-reference and timed), the fit (``fit.py``), then a YAML spec in which every
+reference and timed), the fit (``fit.py``), the streams weight (``streams.py``: a
+stencil over an image larger than the caches at tiles of several heights), then a
+YAML spec in which every
 measured or fitted value carries a comment saying how it was obtained, and whose
 ``# machine:`` line names this machine.  Without ``--out`` the file goes to the
 spec cache directory (``TILESOLVE_CACHE_DIR``, where host detection caches
@@ -33,6 +35,18 @@ from typing import Callable, List, Optional, Sequence, TextIO
 from ..errors import SpecError, TilesolveError
 
 __all__ = ["calibrate", "CalibrationResult", "main_calibrate", "check_writable"]
+
+# Why the fitted load_cost is not applied by default: on each machine it was tried, the
+# balance that explains the training pipelines best made the solvers' schedules of the
+# benchmark apps slower (``benchmarks/calibration_effect.py``, greedy, geomean over the
+# apps whose schedule changed): an Intel Xeon, load_cost 15.4, 1.28x; an AMD EPYC, 4.28
+# (training at 384 x 384, in cache), 1.27x, max_filter 3.5x and nl_means 3.2x; the same
+# machine trained at 2560 x 2048, 19.3, 1.00x, but nl_means 1.45x and lens_blur 1.23x.
+# In the solver, load_cost is Mullapudi's balance: it also stands in for what the model
+# does not price (cache reuse between tiles, prefetching), and a value fitted to run
+# times does not make its tile and fusion choices better.
+LOAD_COST_NOT_APPLIED = ("the value that best explains the training pipelines made the "
+                         "solvers' schedules slower on every machine it was tried on")
 
 FULL = dict(cases=16, size=(384, 384), variants=2, repeat=5, budget_s=40.0)
 QUICK = dict(cases=4, size=(192, 192), variants=1, repeat=3, budget_s=8.0)
@@ -100,7 +114,7 @@ def _write(path: Path, text: str, argument: str) -> None:
 
 
 def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[bool] = None,
-              cache_dir=None, seed: int = 0,
+              cache_dir=None, seed: int = 0, fit_load_cost: bool = False,
               progress: Optional[Callable[[str], None]] = None) -> CalibrationResult:
     """Run the microbenchmarks, the training set and the fit; write the spec.
 
@@ -108,13 +122,16 @@ def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[b
     path or a HardwareSpec).  ``out``: a file to write.  ``install``: also write
     ``host.yaml`` into ``cache_dir`` (default: the spec cache directory); by
     default only when ``out`` is not given.  A GPU base is not this machine, so
-    it needs ``out`` and is never installed.  Raises ``SpecError`` for a bad base
+    it needs ``out`` and is never installed.  ``fit_load_cost``: write the
+    ``load_cost`` fitted to the training set (by default it is reported in the
+    spec's comment and the base's is kept: ``LOAD_COST_NOT_APPLIED``).  Raises ``SpecError`` for a bad base
     and ``TilesolveError`` naming ``--out`` for a path that cannot be written.
     """
     from ..specs.host import CALIBRATED_FILE, host_fingerprint
     from ..specs.loader import default_cache_dir, spec_from_yaml
     from .fit import fit_spec
     from .microbench import run_microbenchmarks
+    from .streams import measure_streams
     from .training import build_cases, measure_cases
     from .yaml_out import spec_yaml
 
@@ -152,10 +169,20 @@ def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[b
                                 deadline=deadline, progress=lambda s: say("  " + s))
         n_samples = len(samples)
         n_pipes = len({id(s[0]) for s in samples})
-        new, report = fit_spec(new, samples, overhead_ms=overhead)
+        new, report = fit_spec(new, samples, overhead_ms=overhead,
+                               apply_load_cost=fit_load_cost)
         say(f"fit: {report.summary()}")
+        if not report.applied:
+            say(f"  load_cost kept at {new.load_cost:g}: {LOAD_COST_NOT_APPLIED} "
+                "(--fit-load-cost applies the fitted value)")
         for note in report.notes:
             say(f"  {note}")
+        streams, m = measure_streams(new, quick=quick, repeat=mode["repeat"],
+                                     overhead_ms=overhead, progress=lambda s: say("  " + s))
+        micro.add(m)
+        say(f"stream_miss_loads: {m.how}")
+        if streams.fitted:
+            new = new.replace(stream_miss_loads=round(streams.value, 3))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text, new = spec_yaml(spec, new, detected=detected, micro=micro, fit=report,
                           pipelines=n_pipes, quick=quick, stamp=stamp,
@@ -182,7 +209,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         description="Measure this machine (cache and memory bandwidth, vector and scalar op "
                     "cost, parallel task overhead), time random training pipelines under "
                     "several schedules (each checked against the reference), fit the cost "
-                    "model's load_cost and ms-per-cost-unit scale to them, and write a host "
+                    "model's load_cost (reported; applied with --fit-load-cost) and "
+                    "ms-per-cost-unit scale to them, fit its streams "
+                    "weight (stream_miss_loads) to a stencil timed at tiles of several "
+                    "heights over an image larger than the caches, and write a host "
                     "spec YAML whose measured and fitted values carry comments saying how "
                     "they were obtained.",
         epilog="Without --out the spec is installed as host.yaml in the spec cache directory "
@@ -199,6 +229,10 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         "detected) or a YAML path; a GPU spec needs --out, and its launch "
                         "overhead and memory bandwidth are measured where pycuda drives a "
                         "GPU (else kept)")
+    p.add_argument("--fit-load-cost", action="store_true",
+                   help="write the load_cost fitted to the training pipelines into the spec "
+                        "(by default it is only reported, in a comment: applied, it made the "
+                        "solvers' schedules slower on the machines it was tried on)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the random training pipelines (default 0)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
@@ -215,7 +249,7 @@ def main_calibrate(argv: Optional[Sequence[str]] = None, *, prog: str = "tilesol
     progress = None if args.quiet else (lambda s: (err.write(s + "\n"), err.flush()))
     try:
         res = calibrate(args.base, out=args.out, quick=args.quick, seed=args.seed,
-                        progress=progress)
+                        fit_load_cost=args.fit_load_cost, progress=progress)
     except SpecError as exc:
         err.write(f"{prog}: error: {exc}\n")
         return 2

@@ -103,6 +103,7 @@ class FitReport:
     spearman_after: float
     load_cost_range: Optional[Tuple[float, float]] = None
     notes: List[str] = field(default_factory=list)
+    applied: bool = True          # False: calibrate kept the base's load_cost (see there)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,7 +112,8 @@ class FitReport:
         """One line: the fitted values and the error before and after."""
         parts = [f"{self.n_samples} samples"]
         if self.load_cost_after is not None:
-            moved = "fitted" if "load_cost" in self.fitted else "kept"
+            moved = "kept" if "load_cost" not in self.fitted else (
+                "fitted" if self.applied else "fitted, not applied")
             parts.append(f"load_cost {self.load_cost_before:g} -> {self.load_cost_after:.4g} "
                          f"({moved})")
         parts.append(f"scale {self.scale_ms_per_unit:.4g} ms/unit")
@@ -206,7 +208,7 @@ def _search_load_cost(priced, y) -> Tuple[float, float, Tuple[float, float]]:
     return math.exp(g), best_err, span
 
 
-def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
+def fit_spec(spec, samples, *, overhead_ms: float = 0.0, apply_load_cost: bool = True):
     """Fit ``spec``'s free cost parameters to ``samples``; returns ``(new_spec, FitReport)``.
 
     ``samples``: ``(pipeline, schedule, estimates, measured_ms)`` tuples; each
@@ -214,7 +216,10 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
     fixed cost of each measured call outside the compiled code (argument checks,
     Python), subtracted from every time first (times are kept at least 1 % of
     what they were).  ``new_spec`` is ``spec`` with the fitted ``load_cost``
-    (CPU); the scale has no spec field and lives in the report.
+    (CPU); the scale has no spec field and lives in the report.  With
+    ``apply_load_cost=False`` the fitted ``load_cost`` is only reported
+    (``FitReport.applied`` False): ``new_spec`` keeps the starting one, and the
+    scale is that of the starting spec.
     """
     from ..specs import load_spec
     spec = load_spec(spec)
@@ -267,8 +272,10 @@ def fit_spec(spec, samples, *, overhead_ms: float = 0.0):
                          f"{100 * MIN_FIT_GAIN:.0f} % or more")
             L, err, fitted = L0, err0, ("scale",)
     pred = _predict(priced, L)
-    _, shift = _fit_scale(pred, y)
-    new_spec = spec.replace(load_cost=round(L, 3)) if "load_cost" in fitted else spec
+    applied = "load_cost" in fitted and apply_load_cost
+    _, shift = _fit_scale(pred if applied else pred0, y)    # the scale of the spec returned
+    new_spec = spec.replace(load_cost=round(L, 3)) if applied else spec
     report = FitReport(len(priced), fitted, L0, round(L, 3) if "load_cost" in fitted else L0,
-                       math.exp(shift), err0, err, rho0, spearman(pred, ms), span, notes)
+                       math.exp(shift), err0, err, rho0, spearman(pred, ms), span, notes,
+                       applied or "load_cost" not in fitted)
     return new_spec, report

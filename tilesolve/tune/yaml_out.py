@@ -63,6 +63,9 @@ def _field_comments(base, new, detected: bool, micro, fit, pipelines: int) -> Di
     c["vector_multiple"] = f"{'tilesolve default' if detected else src}, not fitted"
     c["cache_for_tiles"] = f"{'tilesolve default' if detected else src}, not fitted"
     c["load_cost"] = _load_cost_comment(base, fit, pipelines, micro)
+    streams = micro.items.get("stream_miss_loads")
+    if streams is not None:
+        c["stream_miss_loads"] = streams.how
     return c
 
 
@@ -77,6 +80,12 @@ def _load_cost_comment(base, fit, pipelines: int, micro) -> str:
         return f"kept from base spec {base.name}: nothing was fitted{hint}"
     errs = (f"log-error {fit.log_error_before:.2f} -> {fit.log_error_after:.2f}, Spearman "
             f"{fit.spearman_before:.2f} -> {fit.spearman_after:.2f}")
+    if "load_cost" in fit.fitted and not fit.applied:
+        from .calibrate import LOAD_COST_NOT_APPLIED
+        return (f"kept from base ({base.load_cost:g}); the training pipelines ({fit.n_samples} "
+                f"samples of {pipelines}) are best explained by {fit.load_cost_after:.4g} "
+                f"({errs}), not applied: {LOAD_COST_NOT_APPLIED} (calibrate "
+                f"--fit-load-cost applies it){hint}")
     if "load_cost" in fit.fitted:
         span = ""
         if fit.load_cost_range:
