@@ -111,7 +111,8 @@ def test_spec_is_immutable_hashable_and_revalidated():
     with pytest.raises(dataclasses.FrozenInstanceError):
         h100.sm_count = 1
     assert hash(h100) == hash(load_spec("h200").replace(name="h100", memory_bandwidth_gbs=3350.0,
-                                                        description=h100.description))
+                                                        description=h100.description,
+                                                        launch_overhead_us=5.74))
     assert h100.replace(sm_count=114).sm_count == 114
     with pytest.raises(SpecError, match=r"field 'sm_count': expected a positive integer, got 0"):
         h100.replace(sm_count=0)
