@@ -498,3 +498,33 @@ def test_tail_guards_that_the_tile_proves_true_are_gone():
                                               method="greedy")).realize(size, **inputs)
     np.testing.assert_allclose(got, ts.reference.realize(small, list(size), **inputs),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_rounded_up_fused_producer_asks_for_what_it_reads():
+    """``fuse(x, y, t).split(t, to, ti, 2, tail="round_up")`` on a root producer: ``y = t /
+    extent`` with an extent the bounds cannot prove positive.  Its region was bounded as
+    for a divisor of any sign (down to -7 rows), and realize refused a valid input; the
+    bound now divides where the extent is >= 1 at run time (found by the fuzz profile,
+    seed 9001).  Where the rounding computes one row more, that row is asked for."""
+    import numpy as np
+    from tilesolve.errors import RealizeError
+    from tilesolve.reference import realize as reference
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    f0, f1 = ts.Func("f0"), ts.Func("f1")
+    f0[x, y] = inp[x, y] * 2.0
+    f1[x, y] = f0[x, y] + f0[x, y + 1] + f0[x + 1, y]
+    pipe = ts.Pipeline(f1)
+    s = ts.Schedule(pipe)
+    s[f0].compute_root().fuse(x, y, "t").split("t", "to", "ti", 2, tail="round_up")
+    build = ts.compile(pipe, s, checked=True)
+    for w, h in ((3, 1), (4, 5), (1, 1), (7, 3)):           # even fused extents
+        a = np.random.default_rng(w * 10 + h).random((h + 1, w + 1), dtype=np.float32)
+        np.testing.assert_allclose(build.realize([w, h], input=a),
+                                   reference(pipe, [w, h], input=a), rtol=1e-6)
+    a = np.random.default_rng(0).random((3, 3), dtype=np.float32)   # 3 x 3 rounds up to 10
+    with pytest.raises(RealizeError, match=r"must cover \[0, 3\]"):
+        build.realize([2, 2], input=a)
+    b = np.random.default_rng(0).random((4, 3), dtype=np.float32)
+    np.testing.assert_allclose(build.realize([2, 2], input=b),
+                               reference(pipe, [2, 2], input=b), rtol=1e-6)

@@ -375,7 +375,14 @@ def _sym_div(a, b, t):
             lo = None if a.lo is None else _op("div", a.lo, b.lo, t)
             hi = None if a.hi is None else _op("div", a.hi, b.lo, t)
             return Interval(lo, hi)
-        return _div_by_anything(a, t)
+        anything = _div_by_anything(a, t)
+        if b.is_single_point() and anything is not None and not is_num(b.lo):
+            # the sign is known when the bound is evaluated (a fused loop's extent
+            # is a run-time value): floor division by it where it is >= 1
+            pos = E.BinOp("le", E.Const(b.lo.type, 1), _e(b.lo, t))
+            return Interval(_select(pos, _op("div", a.lo, b.lo, t), anything.lo, t),
+                            _select(pos, _op("div", a.hi, b.lo, t), anything.hi, t))
+        return anything
     c, d = _pair(b)
     if c == d == 0:
         return Interval(0, 0)
@@ -388,6 +395,14 @@ def _sym_div(a, b, t):
         hi = None if a.lo is None else hi_max(_op("div", a.lo, c, t), _op("div", a.lo, d, t))
         return Interval(lo, hi)
     return _div_by_anything(a, t)
+
+
+def _select(cond, x, y, t):
+    """The endpoint ``cond ? x : y`` (None where either side is unbounded)."""
+    if x is None or y is None:
+        return None
+    r = _S.simplify(E.Select(cond, _e(x, t), _e(y, t)))
+    return r.value if isinstance(r, E.Const) else r
 
 
 def _div_by_anything(a, t):
