@@ -141,7 +141,7 @@ FAR_STRIDE_BYTES = 1024.0  # a transposed read's stride no prefetcher follows
 def stream_miss_loads(spec) -> float:
     """The spec's ``stream_miss_loads`` (``tilesolve calibrate`` fits it to this
     machine), else ``STREAM_MISS_LOADS``."""
-    v = getattr(spec, "stream_miss_loads", None)
+    v = spec.stream_miss_loads
     return STREAM_MISS_LOADS if v is None else float(v)
 
 

@@ -22,7 +22,6 @@ only when it explains the times at least ``MIN_FIT_GAIN`` better than the base's
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional
 
@@ -37,7 +36,6 @@ FULL_TILES = ((128, 8), (128, 16), (128, 32), (128, 64), (128, 128), (128, 256),
               (32, 16), (32, 64), (32, 256))
 QUICK_TILES = ((128, 8), (128, 64), (32, 128))
 WEIGHTS = np.concatenate([np.arange(0.0, 4.0, 0.125), np.arange(4.0, 24.01, 0.5)])
-MIN_FIT_GAIN = 0.10               # the same evidence rule as load_cost's (fit.py)
 
 
 @dataclass
@@ -113,16 +111,13 @@ def _split(spec, samples):
     return rest, np.maximum(term, 0.0)
 
 
-def _error(pred: np.ndarray, y: np.ndarray) -> float:
-    r = y - np.log(pred)
-    return float(np.sqrt(np.mean((r - r.mean()) ** 2)))
-
-
 def fit_stream_weight(spec, samples, *, overhead_ms: float = 0.0) -> StreamsFit:
     """The ``stream_miss_loads`` that best explains ``samples`` (``(pipeline,
     schedule, estimates, measured_ms)``, solved schedules with recorded columns)
     on ``spec``; ``overhead_ms`` is subtracted from every time first."""
     from ..solver.cost_terms import stream_miss_loads
+    from .fit import MIN_FIT_GAIN, _fit_scale       # load_cost's evidence rule
+    _error = lambda pred, y: _fit_scale(pred, y)[0]  # noqa: E731 (RMS log error, best scale)
     before = stream_miss_loads(spec)
     ms = np.array([float(s[3]) for s in samples])
     ms = np.maximum(ms - float(overhead_ms), 0.01 * ms)
@@ -162,5 +157,4 @@ def measure_streams(spec, *, quick: bool = False, repeat: int = 5, overhead_ms: 
     samples = measure_cases([case], repeat=repeat, overhead_ms=overhead_ms, progress=progress)
     fit = fit_stream_weight(spec, samples, overhead_ms=overhead_ms)
     how = fit.how(case.sizes, spec.threads or spec.cores or 1)
-    return fit, Measurement("stream_miss_loads", fit.value if math.isfinite(fit.value)
-                            else None, "loads", how)
+    return fit, Measurement("stream_miss_loads", fit.value, "loads", how)
