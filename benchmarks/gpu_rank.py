@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import signal
 import sys
 import time
@@ -35,34 +34,16 @@ from tilesolve.backend import cuda as C  # noqa: E402
 from tilesolve.tune.stats import spearman  # noqa: E402
 
 import gpu_bench as GB  # noqa: E402
+from _gather import spread_candidates  # noqa: E402
 
 
 def candidates(pipe, est, spec, per_app: int, seconds: float):
-    """Up to ``per_app`` distinct modelled candidates of autotune's Gatherer on ``spec``,
-    the best predicted first, the rest evenly spaced over the ranking: (Candidate,
-    its schedule as ``ts.solve_schedule`` would give it: each producer whose
-    per-block buffer has no constant size computed at root)."""
+    """``_gather.spread_candidates`` on ``spec``: (Candidate, its schedule as
+    ``ts.solve_schedule`` would give it: each producer whose per-block buffer has no
+    constant size computed at root)."""
     from tilesolve.backend.compile import _lowers_for_cuda
     from tilesolve.solver import verified_schedule
-    from tilesolve.solver.inline_refine import refine_inlining
-    from tilesolve.solver.problem import Problem
-    from tilesolve.tune.candidates import MENUS, Gatherer
-    problem = refine_inlining(Problem(pipe, spec, est))[0]
-    g = Gatherer(problem, k=4)
-    g.greedy()
-    g.beam(min(5.0, seconds / 4))
-    g.ilp(None, min(10.0, seconds / 4))
-    for menu in MENUS:
-        g.ilp(menu, min(5.0, seconds / 8))
-    stop = time.perf_counter() + seconds / 4
-    for base in g.bases()[:2]:
-        g.neighbours(base, stop)
-    ranked = sorted((c for c in g.candidates()
-                     if c.predicted_cost is not None and math.isfinite(c.predicted_cost)),
-                    key=lambda c: (c.predicted_cost, c.hash))
-    if len(ranked) > per_app:
-        picks = sorted({round(i * (len(ranked) - 1) / (per_app - 1)) for i in range(per_app)})
-        ranked = [ranked[i] for i in picks]
+    problem, ranked = spread_candidates(pipe, est, spec, per_app, seconds)
     return [(c, verified_schedule(pipe, problem, list(c.columns), c.schedule.provenance,
                                   _lowers_for_cuda) if c.columns else c.schedule)
             for c in ranked]

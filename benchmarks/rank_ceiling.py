@@ -8,8 +8,8 @@ Reads an export of the autotuner's measurements (``rank_offline.py``'s input: ev
 schedule ``ts.autotune`` timed), and for each app's tuning at its largest size (the one
 with the most measurements) compiles every schedule the model prices, checks each output
 against the first schedule's, and times them all in ``--rounds`` rounds, each round in
-a new random order, each schedule run twice a round with the second run timed.  Then,
-per app:
+a new random order, each schedule run twice a round with the second run timed, into
+one output buffer as ``ts.autotune`` times.  Then, per app:
 
 * ``rho model``: Spearman's rho between the current model's predicted cost (under
   ``--spec``: ``host``, this machine, by default; ``stored``: the spec the tuning
@@ -63,19 +63,23 @@ def _spec_for(tuning: dict, which: str) -> dict:
     return dict(tuning, spec=load_spec(which).to_dict())
 
 
-def _time_rounds(builds: list, inputs: dict, sizes, rounds: int, seed: int) -> np.ndarray:
-    """Seconds [round, build]: each round in a new order, the second of two runs."""
+def _time_rounds(builds: list, inputs: dict, sizes, rounds: int, seed: int,
+                 out=None) -> np.ndarray:
+    """Seconds [round, build]: each round in a new order, the second of two runs.  With
+    ``out`` (an output of the pipeline, as ``realize`` returns it), every run writes
+    into it, as ``ts.autotune`` times: a fresh output's page faults are left out."""
     rng = random.Random(seed)
-    out = np.full((rounds, len(builds)), np.inf)
+    res = np.full((rounds, len(builds)), np.inf)
     order = list(range(len(builds)))
+    kw = {} if out is None else {"out": out}
     for r in range(rounds):
         rng.shuffle(order)
         for i in order:
-            builds[i].realize(sizes, **inputs)
+            builds[i].realize(sizes, **kw, **inputs)
             t0 = time.perf_counter()
-            builds[i].realize(sizes, **inputs)
-            out[r, i] = time.perf_counter() - t0
-    return out
+            builds[i].realize(sizes, **kw, **inputs)
+            res[r, i] = time.perf_counter() - t0
+    return res
 
 
 def ceiling(tuning: dict, rows: list, rounds: int, spec: str, log) -> dict | None:
@@ -103,7 +107,7 @@ def ceiling(tuning: dict, rows: list, rounds: int, spec: str, log) -> dict | Non
         builds.append(c)
         costs.append(cost)
     log(f"{tuning['app']}: {len(builds)} schedules compiled, timing {rounds} rounds")
-    t = _time_rounds(builds, inputs, sizes, rounds, seed=len(builds))
+    t = _time_rounds(builds, inputs, sizes, rounds, seed=len(builds), out=first)
     best, even, odd = t.min(axis=0), t[0::2].min(axis=0), t[1::2].min(axis=0)
     return {"app": tuning["app"], "sizes": sizes, "schedules": len(builds),
             "rho_model": spearman(costs, list(best)),
