@@ -528,3 +528,36 @@ def test_a_rounded_up_fused_producer_asks_for_what_it_reads():
     b = np.random.default_rng(0).random((4, 3), dtype=np.float32)
     np.testing.assert_allclose(build.realize([2, 2], input=b),
                                reference(pipe, [2, 2], input=b), rtol=1e-6)
+
+
+def test_a_small_producer_sized_through_the_tiles_lets_goes_on_the_stack():
+    """A producer per tile whose extent is bounded only through lets around it (``g``'s
+    region is the union of what ``by`` and ``out`` read, each placed by the tile's own
+    lets) was left to the heap allocator, once a tile: unsharp's 32 x 8 tiles ran 8.8 ms
+    at the paper size, 6.5 ms on the stack.  Each is now on the stack with a constant
+    size, and the build still equals the reference at sizes that end in part tiles and
+    below one tile (compiled, checked build)."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(float32, 2, "input")
+    src = ts.boundary.repeat_edge(inp)
+    g, by, bx, out = ts.Func("g"), ts.Func("by"), ts.Func("bx"), ts.Func("out")
+    g[x, y] = src[x, y] * 0.5 + 1.0
+    by[x, y] = g[x, y - 3] + g[x, y] + g[x, y + 3]
+    bx[x, y] = by[x - 3, y] + by[x, y] + by[x + 3, y]
+    out[x, y] = bx[x, y] * 2.0 - g[x, y]
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe)
+    s[out].compute_root().split(x, "xo", "xi", 32).split(y, "yo", "yi", 8) \
+        .reorder("xi", "yi", "xo", "yo").fuse("xo", "yo", "tile").parallel("tile") \
+        .vectorize("xi", 16)
+    for f in (g, by, bx):
+        s[f].compute_at(out, "tile").vectorize(x, 16)
+    lowered = lower(pipe, s)
+    tiles = [a for a in L.walk_stmts(lowered.body) if isinstance(a, L.Allocate)]
+    full = {a.name: const_extents(a) for a in tiles if a.memory == "stack"}
+    assert full.get("g") == (38, 14) and full.get("by") == (38, 8) and full.get("bx") == (32, 8)
+    build = ts.compile(pipe, s, checked=True)
+    for w, h in ((64, 48), (70, 21), (20, 5), (33, 9)):
+        a = RNG.random((h, w), dtype=np.float32)
+        np.testing.assert_allclose(build.realize([w, h], input=a),
+                                   ts.reference.realize(pipe, [w, h], input=a), rtol=1e-6)

@@ -421,6 +421,21 @@ class Placer:
             bound = ExtentBounder.at(self.output_lets + self.top_lets, env, lets)
         else:   # a constant size only chooses stack over heap: the Func's own lets
             bound = ExtentBounder.at([], (), lets, try_nodes=80)
+        alets, extents, exact = self._extents(name, f, box, bound)
+        memory = self._memory(name, kinds, exact, alets)
+        if memory == "heap" and kinds and asked == "auto":
+            # inside a loop (a tile): bounded through the enclosing lets and loops too, a
+            # small buffer goes on the stack, not to the allocator once a tile
+            wide = self._extents(name, f, box, ExtentBounder.at(
+                self.output_lets + self.top_lets, env, lets, try_nodes=80))
+            if self._memory(name, kinds, wide[2], wide[0]) == "stack":
+                alets, extents, exact = wide
+                memory = "stack"
+        return self._lets(alets, kinds, L.Allocate(name, f.type, tuple(extents), memory, stmt))
+
+    def _extents(self, name, f, box, bound) -> tuple:
+        """(lets of each dimension's min and extent, the extents' Vars, (arg, the
+        extent: a constant where ``bound`` finds one)) of ``name``'s buffer."""
         alets, extents, exact = [], [], []
         for d, a in enumerate(f.args):
             lo, hi = self._finite(name, box[d], d, a.name, "the buffer holds")
@@ -432,8 +447,7 @@ class Placer:
             alets += [(mn_n, lo), (ext_n, ext)]
             extents.append(E.Var(ext_n))
             exact.append((a.name, ext if cu is not None else bound.shown(ext)))
-        memory = self._memory(name, kinds, exact, alets)
-        return self._lets(alets, kinds, L.Allocate(name, f.type, tuple(extents), memory, stmt))
+        return alets, extents, exact
 
     def _memory(self, name, kinds, exact, alets) -> str:
         const = all(isinstance(x, E.Const) for _, x in exact)
