@@ -6,10 +6,11 @@ says nothing.  Here every app gets the same treatment, as ``gpu_rank.py`` gives 
 GPU: autotune's Gatherer on the spec (greedy, beam, the ILP on each tile menu, the
 neighbours of the two best), up to ``--per-app`` candidates spread evenly over the
 predicted costs, each compiled, checked against the best predicted one's output and
-timed in ``--rounds`` rounds (each in a new random order, the second of two runs
-timed, into one output buffer as ``ts.autotune`` times; ``rank_ceiling._time_rounds``).  Per app it prints the model's rho (against
-the fastest time over all rounds) and the retest rho (even rounds against odd
-rounds: the agreement of the measurement with itself, the most any model can show).
+timed in ``--rounds`` rounds (``rank_ceiling._time_rounds``: each round in a new random
+order, the second of two runs timed, into one output buffer as ``ts.autotune`` times).
+Per app it prints the model's rho (against the fastest time over all rounds) and the
+retest rho (even rounds against odd rounds: the agreement of the measurement with
+itself, the most any model can show).
 
     python benchmarks/cpu_rank.py --spec FILE_OR_NAME [--apps a,b] [--per-app 10]
                                   [--rounds 8] [--json OUT]

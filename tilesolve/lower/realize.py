@@ -419,18 +419,21 @@ class Placer:
             # Constant size needed (GPU arrays, an explicit store_in): bound through
             # every enclosing let and loop.
             bound = ExtentBounder.at(self.output_lets + self.top_lets, env, lets)
-        else:   # a constant size only chooses stack over heap: the Func's own lets
+            alets, extents, exact = self._extents(name, f, box, bound)
+            memory = self._memory(name, kinds, exact, alets)
+        else:
+            # A constant size only chooses stack over heap.  The Func's own lets first
+            # (a heap buffer keeps its exact run-time size); inside a loop (a tile),
+            # where that leaves it on the heap, the enclosing lets and loops too: a small
+            # buffer then goes on the stack, not to the allocator once a tile.
             bound = ExtentBounder.at([], (), lets, try_nodes=80)
-        alets, extents, exact = self._extents(name, f, box, bound)
-        memory = self._memory(name, kinds, exact, alets)
-        if memory == "heap" and kinds and asked == "auto":
-            # inside a loop (a tile): bounded through the enclosing lets and loops too, a
-            # small buffer goes on the stack, not to the allocator once a tile
-            wide = self._extents(name, f, box, ExtentBounder.at(
-                self.output_lets + self.top_lets, env, lets, try_nodes=80))
-            if self._memory(name, kinds, wide[2], wide[0]) == "stack":
-                alets, extents, exact = wide
-                memory = "stack"
+            alets, extents, exact = self._extents(name, f, box, bound)
+            memory = self._memory(name, kinds, exact, alets)
+            if memory == "heap" and kinds and asked == "auto":
+                wide = self._extents(name, f, box, ExtentBounder.at(
+                    self.output_lets + self.top_lets, env, lets, try_nodes=80))
+                if self._memory(name, kinds, wide[2], wide[0]) == "stack":
+                    (alets, extents, exact), memory = wide, "stack"
         return self._lets(alets, kinds, L.Allocate(name, f.type, tuple(extents), memory, stmt))
 
     def _extents(self, name, f, box, bound) -> tuple:
