@@ -13,7 +13,7 @@ not fit block over ``y`` explicitly (``rows_over_y``)."""
 import pytest
 
 from tilesolve.apps import get_app
-from tilesolve.solver.cost import CostModel, root_update_rereads
+from tilesolve.solver.cost import CostModel, llc_bytes, root_update_rereads, root_update_sweeps
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
@@ -86,3 +86,49 @@ def test_the_rereads_are_memory_loads_of_every_tiled_column_alike(rows_over_y):
     # the untiled column keeps Mullapudi's untiled-reduction pricing
     untiled = costs.cost(menu.index[Tiling.untiled(4)])
     assert untiled.loads < p.spec.load_cost * words
+
+
+# -- the passes of root updates over a buffer the LLC cannot keep ------------------------
+
+def test_a_root_scan_writes_its_buffer_once_a_pass_and_reads_it_where_it_reads_itself():
+    # iir_blur's column filter: row 0 copied, a causal scan over the other rows (writes
+    # each point, reads the row before, still in cache), an anti-causal one that reads
+    # each point's own value first: 1 + (H - 1) + 2 (H - 1) words per column and channel
+    p = _problem("iir_blur")
+    (x0, x1), (y0, y1), (c0, c1) = p.regions["blur_cols_1"]
+    cols, rows, chans = x1 - x0 + 1, y1 - y0 + 1, c1 - c0 + 1
+    assert cols * rows * chans * 4 > llc_bytes(p.spec) / 2
+    assert root_update_sweeps(p, "blur_cols_1") == cols * chans * (1 + 3 * (rows - 1))
+
+
+def test_a_buffer_the_llc_keeps_makes_no_passes():
+    p = _problem("iir_blur", small=True)
+    assert root_update_sweeps(p, "blur_cols_1") == 0.0
+
+
+def test_a_reduction_into_its_point_passes_over_the_points_not_the_rdom():
+    # max_filter's output: a max over dx into each point (dx in no argument): one pass,
+    # reading the initial value and writing the result
+    p = _problem("max_filter")
+    pts = p.region_points("output")
+    assert p.func("output").updates[0].rdom is not None
+    assert root_update_sweeps(p, "output") == 2 * pts
+    # tiled with a producer read only by that update, the update runs in the tiles
+    assert root_update_sweeps(p, "output", skip=1) == 0.0
+
+
+def test_the_passes_are_loads_of_the_group_output_at_root_only(monkeypatch):
+    from tilesolve.solver import cost
+    p = _problem("iir_blur")
+    passes = root_update_sweeps(p, "blur_cols_1")
+    root, fused = Group.singleton("blur_cols_1"), Group("output", frozenset({"output", "blur_cols_1"}))
+    tiling = CostModel(p).costs(fused).best()[0]
+    model = CostModel(p)
+    at_root, in_tiles = model.cost(root, Tiling.untiled(3)), model.cost(fused, tiling)
+    monkeypatch.setattr(cost, "UPDATE_PASS_WORDS", 0.0)
+    without = CostModel(p)
+    # at root: every pass is priced as loads from memory
+    assert at_root.loads - without.cost(root, Tiling.untiled(3)).loads == pytest.approx(
+        p.spec.load_cost * passes)
+    # computed per tile of the transpose that reads it, the filter runs in the tile
+    assert in_tiles.loads == without.cost(fused, tiling).loads

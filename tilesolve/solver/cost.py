@@ -9,7 +9,9 @@ between groups that differ by a member), and is what the solvers use:
 CPU specs follow Mullapudi 2016 (Listings 1-2) plus the terms of
 ``cost_terms.py`` (vector lanes, parallel waves, L1 and register pressure,
 reduction loops, memory rows beyond the prefetcher) and the memory loads of
-a tiled group output's reductions, which run at root (``root_update_rereads``), and
+a tiled group output's reductions, which run at root (``root_update_rereads``), the
+passes of a group output's updates over a buffer the LLC cannot keep
+(``root_update_sweeps``), and
 the page faults of a root buffer too large for the runtime's heap cache to keep
 (``first_touch_words``, in the stores); GPU specs follow Sioutas 2020
 (Listing 1, ``cost_gpu.py``).  Each term is a small named function below whose
@@ -49,6 +51,7 @@ TILE_OVERHEAD_OPS = 200.0
 # 4 GB one (212 ms for 1.3 GB: 6 GB/s, against 27.5 GB/s of memory bandwidth).
 FIRST_TOUCH_WORD_LOADS = 4.5
 MMAP_THRESHOLD_BYTES = 32 << 20
+UPDATE_PASS_WORDS = 1.0
 
 
 def words(points, bytes_per_point: int):
@@ -142,6 +145,67 @@ def root_update_rereads(problem, output: str, skip: int = 0) -> float:
         problem, MenuFacts(problem, output, [Tiling.untiled(dims).sizes]).group(members)
     )).reshape(-1)[0])
     return max(0.0, num_tiles(region, slab) * per_slab - whole)
+
+
+def llc_bytes(spec) -> float:
+    """The largest cache level's size in bytes (0 without caches)."""
+    return float(max((c.size_bytes for c in spec.caches), default=0))
+
+
+def _written_points(problem, name: str, d) -> int:
+    """Distinct points of ``name`` that update definition ``d`` writes: the extent of
+    each pure Var argument times that of each RVar the arguments use (a scan's row
+    ``ry``, or ``H - 1 - ry``); an RVar used in no argument (a sum into the point) adds
+    none."""
+    from ..analysis.footprint import rdom_scope
+    from ..model import expr as E
+    from ..model.visit import walk
+    pure = [v.name for v in problem.func(name).pure.args]
+    region = problem.regions[name]
+    scope = rdom_scope(problem, d)
+    n, rvars = 1, set()
+    for a in d.args:
+        if isinstance(a, E.Var) and a.name in pure:
+            lo, hi = region[pure.index(a.name)]
+            n *= hi - lo + 1
+        else:
+            rvars |= {x.name for x in walk(a) if isinstance(x, E.RVar)}
+    for r in rvars:
+        iv = scope.get(r)
+        if iv is not None:
+            n *= iv.hi - iv.lo + 1
+    return n
+
+
+def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
+    """Words a group output's update stages move to and from memory beyond its one store.
+
+    The updates of a group's output run at root, each over its whole domain in turn
+    (``schedule_gen``; all but the tiled one, ``skip``): when the buffer is larger than
+    half the last-level cache, each update's pass writes the points it covers back to
+    memory again, and an update that reads its own value at the point it writes (the
+    anti-causal half of a scan: ``b(fy) = ... b(fy)``) reads them from memory first.
+    iir_blur with its second column filter at root ran 1.9x the schedule that filters
+    each strip of 16 columns in its tile (L2), priced 1.4x without these passes.  A
+    register-blocked update makes one pass too (its inputs' rereads are
+    ``root_update_rereads``).  Zero for a buffer the LLC keeps."""
+    from ..model import expr as E
+    from ..model.visit import walk
+    (_, _), updates = problem.stage_info[output]
+    if not updates:
+        return 0.0
+    bpp = problem.bytes_per_point(output)
+    if problem.region_points(output) * bpp <= 0.5 * llc_bytes(problem.spec):
+        return 0.0
+    total = 0.0
+    for i, (u, d) in enumerate(zip(updates, problem.func(output).updates)):
+        if i + 1 == skip:
+            continue
+        own = any(isinstance(c, E.Call) and c.target.name == output
+                  and tuple(c.args) == tuple(d.args)
+                  for e in (d.value,) for c in walk(e))
+        total += _written_points(problem, output, d) * bpp / 4.0 * (2.0 if own else 1.0)
+    return total
 
 
 def first_touch_words(problem, group, limit: int) -> float:
@@ -279,13 +343,16 @@ class CostModel:
         return bool(self.costs(group).feasible.any())
 
     # -- pricing ---------------------------------------------------------------------
-    def _root_update_rereads(self, group: Group) -> float:
-        """Words a tiled group's output's reductions read again from memory (the same
-        for every tiling: they run at root, ``root_update_rereads``)."""
+    def _root_update_rereads(self, group: Group) -> tuple:
+        """Words a tiled group's output's reductions read again from memory, and the
+        words all its root updates' passes move (the same for every tiling: they run at
+        root; ``root_update_rereads``, ``root_update_sweeps``)."""
         hit = self._sweeps.get(group)
         if hit is None:
-            hit = self._sweeps[group] = root_update_rereads(
-                self.problem, group.output, tiled_stage(self.problem, group))
+            skip = tiled_stage(self.problem, group)
+            hit = self._sweeps[group] = (
+                root_update_rereads(self.problem, group.output, skip),
+                root_update_sweeps(self.problem, group.output, skip))
         return hit
 
     def _price(self, group: Group, menu: _Menu) -> GroupCosts:
@@ -313,8 +380,9 @@ class CostModel:
         l1 = n * (L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
                   + tt.strided)
         red_loads = untiled_reduction_loads(p, group)
-        sweep = self._root_update_rereads(group)
-        loads = load_cost * np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
+        sweep, passes = self._root_update_rereads(group)
+        loads = load_cost * (np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
+                             + UPDATE_PASS_WORDS * passes)
         stores = np.full(k, load_cost * (out_words + FIRST_TOUCH_WORD_LOADS * first_touch_words(
             p, group, self.heap_limit)))
         misses = np.where(untiled, 0.0,
