@@ -13,6 +13,7 @@ not fit block over ``y`` explicitly (``rows_over_y``)."""
 import pytest
 
 from tilesolve.apps import get_app
+from tilesolve.solver import cost
 from tilesolve.solver.cost import CostModel, llc_bytes, root_update_rereads, root_update_sweeps
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
@@ -97,7 +98,7 @@ def test_a_root_scan_writes_its_buffer_once_a_pass_and_reads_it_where_it_reads_i
     p = _problem("iir_blur")
     (x0, x1), (y0, y1), (c0, c1) = p.regions["blur_cols_1"]
     cols, rows, chans = x1 - x0 + 1, y1 - y0 + 1, c1 - c0 + 1
-    assert cols * rows * chans * 4 > llc_bytes(p.spec) / 2
+    assert cols * rows * chans * 4 > cost.LLC_KEEP_FRACTION * llc_bytes(p.spec)
     assert root_update_sweeps(p, "blur_cols_1") == cols * chans * (1 + 3 * (rows - 1))
 
 
@@ -118,7 +119,6 @@ def test_a_reduction_into_its_point_passes_over_the_points_not_the_rdom():
 
 
 def test_the_passes_are_loads_of_the_group_output_at_root_only(monkeypatch):
-    from tilesolve.solver import cost
     p = _problem("iir_blur")
     passes = root_update_sweeps(p, "blur_cols_1")
     root, fused = Group.singleton("blur_cols_1"), Group("output", frozenset({"output", "blur_cols_1"}))

@@ -52,6 +52,7 @@ TILE_OVERHEAD_OPS = 200.0
 FIRST_TOUCH_WORD_LOADS = 4.5
 MMAP_THRESHOLD_BYTES = 32 << 20
 UPDATE_PASS_WORDS = 1.0
+LLC_KEEP_FRACTION = 0.25     # a root buffer up to this share of the LLC stays there between passes
 
 
 def words(points, bytes_per_point: int):
@@ -182,20 +183,23 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
 
     The updates of a group's output run at root, each over its whole domain in turn
     (``schedule_gen``; all but the tiled one, ``skip``): when the buffer is larger than
-    half the last-level cache, each update's pass writes the points it covers back to
+    ``LLC_KEEP_FRACTION`` of the last-level cache (a quarter: the rest holds the inputs
+    and what the other cores touch), each update's pass writes the points it covers back to
     memory again, and an update that reads its own value at the point it writes (the
     anti-causal half of a scan: ``b(fy) = ... b(fy)``) reads them from memory first.
     iir_blur with its second column filter at root ran 1.9x the schedule that filters
     each strip of 16 columns in its tile (L2), priced 1.4x without these passes.  A
     register-blocked update makes one pass too (its inputs' rereads are
-    ``root_update_rereads``).  Zero for a buffer the LLC keeps."""
+    ``root_update_rereads``).  Zero for a buffer the LLC keeps.  conv_layer's 16 MiB
+    ``conv`` at root (32 MiB LLC) ran 1.09x the fused schedules: with half the LLC as the
+    bound it was kept and unpriced (pooled rho 0.57), with a quarter 0.67."""
     from ..model import expr as E
     from ..model.visit import walk
     (_, _), updates = problem.stage_info[output]
     if not updates:
         return 0.0
     bpp = problem.bytes_per_point(output)
-    if problem.region_points(output) * bpp <= 0.5 * llc_bytes(problem.spec):
+    if problem.region_points(output) * bpp <= LLC_KEEP_FRACTION * llc_bytes(problem.spec):
         return 0.0
     total = 0.0
     for i, (u, d) in enumerate(zip(updates, problem.func(output).updates)):
