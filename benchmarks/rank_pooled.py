@@ -1,22 +1,24 @@
-"""Separate the machine's noise from the cost model's error, with two timing runs.
+"""Separate the machine's noise from the cost model's error, with two or more timing runs.
 
-    python benchmarks/rank_pooled.py RUN_A.json RUN_B.json [--app NAME]
+    python benchmarks/rank_pooled.py RUN_A.json RUN_B.json [RUN_C.json ...] [--app NAME]
                                      [--set tilesolve.solver.cost.NAME=VALUE ...]
 
-Each file is what ``cpu_rank.py --json`` writes: the same candidates, timed in two
-separate runs of it on one machine (hours apart, say).  For the schedules measured in
-both, per app:
+Each file is what ``cpu_rank.py --json`` writes: the same candidates, timed in separate
+runs of it on one machine (hours apart, say); schedules are matched between runs by
+their schedule.  Per app:
 
-* ``runs``: Spearman's rho between the two runs' times.  Unlike ``cpu_rank``'s retest
-  (even rounds against odd rounds of one run, a few seconds apart), this sees the
-  machine's slow drifts too; it is the most rho any model can reproduce.  Below 0.85 the
-  app is marked ``noise``: no cost model can be shown to reach the target on it here;
-* ``model``: the current model's rho (every schedule re-priced, ``rank_offline``)
-  against each run's times, and against their geometric mean (``pooled``, the
-  measurement with the least noise).
+* ``runs``: Spearman's rho between two runs' times over the schedules both measured (the
+  mean over pairs of runs; ``min`` the lowest pair).  Unlike ``cpu_rank``'s retest (even rounds against odd rounds of one
+  run, seconds apart), this sees the machine's slow drifts too; it is the most rho any
+  model can reproduce.  Below 0.85 the app is marked ``noise``: no cost model can be
+  shown to reach the target on it here;
+* ``pooled``: the current model's rho (every schedule of the last run re-priced,
+  ``rank_offline``) against the geometric mean of the times the runs measured for it (the
+  measurement with the least noise), and ``model per run``: against each run's times,
+  over the schedules that run measured.
 
 ``--set`` changes a module constant before pricing (a float), so a change to the model
-can be judged offline, against both runs, before anything is compiled or timed::
+can be judged offline, against every run, before anything is compiled or timed::
 
     python benchmarks/rank_pooled.py A.json B.json --set tilesolve.solver.cost.TILE_OVERHEAD_OPS=400
 
@@ -59,48 +61,75 @@ def apply_sets(sets) -> None:
         setattr(module, name, float(value))
 
 
-def compare(doc_a: dict, doc_b: dict, apps=None) -> list:
-    """Per app of ``doc_b``: {app, n, runs, model_a, model_b, pooled}."""
-    from tilesolve.tune.stats import spearman
-    app_of = {t["key"]: t["app"] for t in doc_a["tunings"]}
-    ms_a = {(app_of[r["key"]], _key(r)): r["measured_ms"] for r in doc_a["measurements"]
+MIN_COMMON = 4     # schedules two runs must share for their rho to count
+
+
+def _times(doc) -> dict:
+    app_of = {t["key"]: t["app"] for t in doc["tunings"]}
+    return {(app_of[r["key"]], _key(r)): r["measured_ms"] for r in doc["measurements"]
             if r["error"] is None and r["measured_ms"] is not None}
-    rows_b: dict = {}
-    for r in doc_b["measurements"]:
+
+
+def compare(docs: list, apps=None) -> list:
+    """Per app of the last run: {app, n, runs (the mean rho over the pairs of runs that
+    share ``MIN_COMMON`` schedules or more), runs_min, model (its rho against each run),
+    pooled}.  ``n`` and ``pooled`` cover the last run's schedules, each at the geometric
+    mean of the runs that measured it."""
+    from itertools import combinations
+
+    from tilesolve.tune.stats import spearman
+    times = [_times(d) for d in docs]
+    last = docs[-1]
+    rows_last: dict = {}
+    for r in last["measurements"]:
         if r["error"] is None and r["measured_ms"] is not None:
-            rows_b.setdefault(r["key"], []).append(r)
+            rows_last.setdefault(r["key"], []).append(r)
     out = []
-    for t in doc_b["tunings"]:
+    for t in last["tunings"]:
         if apps and t["app"] not in apps:
             continue
-        both = [r for r in rows_b.get(t["key"], []) if (t["app"], _key(r)) in ms_a]
-        res = price_tuning(t, both)
+        res = price_tuning(t, rows_last.get(t["key"], []))
         cost = [c for c, *_ in res["points"]]
-        a = [ms_a[(t["app"], _key(r))] for r in res["rows"]]
-        b = [r["measured_ms"] for r in res["rows"]]
-        pooled = [math.sqrt(x * y) for x, y in zip(a, b)]
-        out.append({"app": t["app"], "n": len(cost), "runs": spearman(a, b),
-                    "model_a": spearman(cost, a), "model_b": spearman(cost, b),
-                    "pooled": spearman(cost, pooled)})
+        keys = [(t["app"], _key(r)) for r in res["rows"]]
+        pooled = [math.exp(statistics.mean(math.log(ms[k]) for ms in times if k in ms))
+                  for k in keys]
+        pairs = []
+        for a, b in combinations(times, 2):
+            common = [k for k in a if k[0] == t["app"] and k in b]
+            if len(common) >= MIN_COMMON:
+                v = spearman([a[k] for k in common], [b[k] for k in common])
+                if v is not None:
+                    pairs.append(v)
+        model = []
+        for ms in times:
+            have = [(c, ms[k]) for c, k in zip(cost, keys) if k in ms]
+            model.append(spearman([c for c, _ in have], [m for _, m in have])
+                         if len(have) >= MIN_COMMON else None)
+        out.append({"app": t["app"], "n": len(cost),
+                    "runs": statistics.mean(pairs) if pairs else None,
+                    "runs_min": min(pairs) if pairs else None,
+                    "model": model, "pooled": spearman(cost, pooled)})
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("run_a")
-    ap.add_argument("run_b")
+    ap.add_argument("runs", nargs="+", metavar="RUN.json", help="two or more cpu_rank exports")
     ap.add_argument("--app", action="append", help="only this app (repeatable)")
     ap.add_argument("--set", action="append", metavar="MODULE.NAME=VALUE",
                     help="change a model constant before pricing (repeatable)")
     a = ap.parse_args(argv)
+    if len(a.runs) < 2:
+        ap.error("give at least two runs")
     apply_sets(a.set)
-    rows = compare(load(a.run_a), load(a.run_b), a.app)
+    rows = compare([load(f) for f in a.runs], a.app)
     fmt = (lambda v: "   n/a" if v is None else f"{v:6.2f}")
-    print(f"{'app':<16} {'n':>3} {'runs':>6} {'model A':>7} {'model B':>7} {'pooled':>6}")
+    print(f"{'app':<16} {'n':>3} {'runs':>6} {'min':>6} {'pooled':>6}  model per run")
     for r in rows:
         flag = "  noise" if r["runs"] is not None and r["runs"] < TARGET else ""
-        print(f"{r['app']:<16} {r['n']:>3} {fmt(r['runs'])} {fmt(r['model_a']):>7} "
-              f"{fmt(r['model_b']):>7} {fmt(r['pooled'])}{flag}")
+        per = " ".join(fmt(v).strip() for v in r["model"])
+        print(f"{r['app']:<16} {r['n']:>3} {fmt(r['runs'])} {fmt(r['runs_min'])} "
+              f"{fmt(r['pooled'])}  {per}{flag}")
     pooled = [r["pooled"] for r in rows if r["pooled"] is not None]
     if pooled:
         print(f"pooled rho: mean {statistics.mean(pooled):.3f}, {sum(p >= TARGET for p in pooled)}"

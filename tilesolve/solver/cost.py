@@ -46,13 +46,15 @@ CACHED_LOAD_OPS = 1.0
 TILE_OVERHEAD_OPS = 200.0
 # A root buffer the runtime's heap cache cannot keep (over its limit, and over glibc's
 # 32 MB mmap threshold) is mapped afresh on every realize and faulted in page by page:
-# each word costs this many loads from memory more.  Measured: max_filter with its
-# 1.3 GB ``vert`` at root ran 434 ms under the default 1 GB cache and 222 ms with a
-# 4 GB one (212 ms for 1.3 GB: 6 GB/s, against 27.5 GB/s of memory bandwidth).
-FIRST_TOUCH_WORD_LOADS = 4.5
+# each word costs this many loads from memory more.  Measured (stop 34): max_filter with
+# its 1.37 GB ``vert`` at root ran 449 ms under the default 1 GB cache and 145 ms with a
+# 4 GB one, 4.5 GB/s of faulting, against 54 GB/s for reading memory with our code
+# (``benchmarks/store_vs_load.py``): 12.  (It was 4.5, from a copy's bandwidth, which
+# counts a write beside each read; pooled rho of max_filter 0.70 -> 0.87.)
+FIRST_TOUCH_WORD_LOADS = 12.0
 MMAP_THRESHOLD_BYTES = 32 << 20
 UPDATE_PASS_WORDS = 1.0
-LLC_KEEP_FRACTION = 0.25     # a root buffer up to this share of the LLC stays there between passes
+LLC_KEEP_FRACTION = 0.5      # a root buffer up to this share of the LLC stays there between passes
 
 
 def words(points, bytes_per_point: int):
@@ -183,16 +185,17 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
 
     The updates of a group's output run at root, each over its whole domain in turn
     (``schedule_gen``; all but the tiled one, ``skip``): when the buffer is larger than
-    ``LLC_KEEP_FRACTION`` of the last-level cache (a quarter: the rest holds the inputs
-    and what the other cores touch), each update's pass writes the points it covers back to
+    ``LLC_KEEP_FRACTION`` of the last-level cache (half: the rest holds the inputs and
+    what the other cores touch), each update's pass writes the points it covers back to
     memory again, and an update that reads its own value at the point it writes (the
     anti-causal half of a scan: ``b(fy) = ... b(fy)``) reads them from memory first.
     iir_blur with its second column filter at root ran 1.9x the schedule that filters
     each strip of 16 columns in its tile (L2), priced 1.4x without these passes.  A
     register-blocked update makes one pass too (its inputs' rereads are
-    ``root_update_rereads``).  Zero for a buffer the LLC keeps.  conv_layer's 16 MiB
-    ``conv`` at root (32 MiB LLC) ran 1.09x the fused schedules: with half the LLC as the
-    bound it was kept and unpriced (pooled rho 0.57), with a quarter 0.67."""
+    ``root_update_rereads``).  Zero for a buffer the LLC keeps.  (A quarter of the LLC
+    as the bound prices conv_layer's 16 MiB ``conv`` at root (32 MiB LLC): its rho over
+    two runs went 0.57 -> 0.67, over a third run's candidates 0.67 -> 0.56: noise, so
+    half stays.)"""
     from ..model import expr as E
     from ..model.visit import walk
     (_, _), updates = problem.stage_info[output]
