@@ -53,6 +53,8 @@ TILE_OVERHEAD_OPS = 200.0
 # counts a write beside each read; pooled rho of max_filter 0.70 -> 0.87.)
 FIRST_TOUCH_WORD_LOADS = 12.0
 MMAP_THRESHOLD_BYTES = 32 << 20
+# Loads from memory a root update's pass costs per word it writes back (a write costs
+# about a read here: 1.1-1.4x, ``benchmarks/store_vs_load.py``); see root_update_sweeps.
 UPDATE_PASS_WORDS = 1.0
 LLC_KEEP_FRACTION = 0.5      # a root buffer up to this share of the LLC stays there between passes
 
@@ -209,8 +211,7 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
         if i + 1 == skip:
             continue
         own = any(isinstance(c, E.Call) and c.target.name == output
-                  and tuple(c.args) == tuple(d.args)
-                  for e in (d.value,) for c in walk(e))
+                  and tuple(c.args) == tuple(d.args) for c in walk(d.value))
         total += _written_points(problem, output, d) * bpp / 4.0 * (2.0 if own else 1.0)
     return total
 
@@ -350,7 +351,7 @@ class CostModel:
         return bool(self.costs(group).feasible.any())
 
     # -- pricing ---------------------------------------------------------------------
-    def _root_update_rereads(self, group: Group) -> tuple:
+    def _root_updates(self, group: Group) -> tuple:
         """Words a tiled group's output's reductions read again from memory, and the
         words all its root updates' passes move (the same for every tiling: they run at
         root; ``root_update_rereads``, ``root_update_sweeps``)."""
@@ -387,7 +388,7 @@ class CostModel:
         l1 = n * (L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
                   + tt.strided)
         red_loads = untiled_reduction_loads(p, group)
-        sweep, passes = self._root_update_rereads(group)
+        sweep, passes = self._root_updates(group)
         loads = load_cost * (np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
                              + UPDATE_PASS_WORDS * passes)
         stores = np.full(k, load_cost * (out_words + FIRST_TOUCH_WORD_LOADS * first_touch_words(
