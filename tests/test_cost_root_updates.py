@@ -14,7 +14,7 @@ import pytest
 
 from tilesolve.apps import get_app
 from tilesolve.solver import cost
-from tilesolve.solver.cost import CostModel, llc_bytes, root_update_rereads, root_update_sweeps
+from tilesolve.solver.cost import CostModel, root_update_rereads, root_update_sweeps
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
@@ -98,7 +98,7 @@ def test_a_root_scan_writes_its_buffer_once_a_pass_and_reads_it_where_it_reads_i
     p = _problem("iir_blur")
     (x0, x1), (y0, y1), (c0, c1) = p.regions["blur_cols_1"]
     cols, rows, chans = x1 - x0 + 1, y1 - y0 + 1, c1 - c0 + 1
-    assert cols * rows * chans * 4 > cost.LLC_KEEP_FRACTION * llc_bytes(p.spec)
+    assert cols * rows * chans * 4 > cost.LLC_KEEP_FRACTION * p.spec.last_level_cache_bytes
     assert root_update_sweeps(p, "blur_cols_1") == cols * chans * (1 + 3 * (rows - 1))
 
 

@@ -152,11 +152,6 @@ def root_update_rereads(problem, output: str, skip: int = 0) -> float:
     return max(0.0, num_tiles(region, slab) * per_slab - whole)
 
 
-def llc_bytes(spec) -> float:
-    """The largest cache level's size in bytes (0 without caches)."""
-    return float(max((c.size_bytes for c in spec.caches), default=0))
-
-
 def _written_points(problem, name: str, d) -> int:
     """Distinct points of ``name`` that update definition ``d`` writes: the extent of
     each pure Var argument times that of each RVar the arguments use (a scan's row
@@ -200,19 +195,18 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
     half stays.)"""
     from ..model import expr as E
     from ..model.visit import walk
-    (_, _), updates = problem.stage_info[output]
-    if not updates:
-        return 0.0
+    defs = problem.func(output).updates
     bpp = problem.bytes_per_point(output)
-    if problem.region_points(output) * bpp <= LLC_KEEP_FRACTION * llc_bytes(problem.spec):
+    if not defs or (problem.region_points(output) * bpp
+                    <= LLC_KEEP_FRACTION * problem.spec.last_level_cache_bytes):
         return 0.0
     total = 0.0
-    for i, (u, d) in enumerate(zip(updates, problem.func(output).updates)):
+    for i, d in enumerate(defs):
         if i + 1 == skip:
             continue
         own = any(isinstance(c, E.Call) and c.target.name == output
                   and tuple(c.args) == tuple(d.args) for c in walk(d.value))
-        total += _written_points(problem, output, d) * bpp / 4.0 * (2.0 if own else 1.0)
+        total += words(_written_points(problem, output, d), bpp) * (2.0 if own else 1.0)
     return total
 
 
