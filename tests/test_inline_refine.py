@@ -13,6 +13,7 @@ from tilesolve.solver.greedy import greedy_groups
 from tilesolve.solver.inline_refine import candidates, refine_inlining
 from tilesolve.solver.predict import predict_cost
 from tilesolve.solver.problem import Problem
+from pinned import PINNED
 
 
 def _laplacian():
@@ -23,16 +24,16 @@ def _laplacian():
 
 def test_the_remapped_levels_of_local_laplacian_are_inlined_and_stay_correct():
     app, pipe, est = _laplacian()
-    base = Problem(pipe, ts.load_spec("host"), est)
+    base = Problem(pipe, PINNED, est)
     assert "gPyramid_0" not in base.inlined          # the pre-grouping rule keeps it
     before = greedy_groups(CostModel(base)).total
     refined, _, result = refine_inlining(base)
     assert "gPyramid_0" in refined.inlined
     assert result.total < 0.97 * before
-    s = ts.solve_schedule(pipe, "host", estimates=est, method="greedy")
+    s = ts.solve_schedule(pipe, PINNED, estimates=est, method="greedy")
     assert "gPyramid_0" in s.provenance.inlined and "s[gPyramid_0]" not in str(s)
     # the model prices the schedule in the problem it was made in
-    assert predict_cost(pipe, s, "host", est) == pytest.approx(s.provenance.predicted_cost,
+    assert predict_cost(pipe, s, PINNED, est) == pytest.approx(s.provenance.predicted_cost,
                                                                rel=1e-9)
     small = [40, 32, 3]
     inp = app.make_inputs(small)
@@ -44,7 +45,7 @@ def test_the_remapped_levels_of_local_laplacian_are_inlined_and_stay_correct():
 def test_stencils_inlined_into_stencils_are_not_tried():
     app = get_app("stencil_chain")
     pipe, est = app.build(app.PAPER_SIZE)
-    p = Problem(pipe, ts.load_spec("host"), est)
+    p = Problem(pipe, PINNED, est)
     r = greedy_groups(CostModel(p))
     assert candidates(p, r) == []                # each would be evaluated ~25 times a point
     assert refine_inlining(p)[0] is p

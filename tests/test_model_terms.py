@@ -15,6 +15,7 @@ from tilesolve.solver.inline import inlining_pays, site_evaluations
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
+from pinned import PINNED
 
 
 def _harris():
@@ -28,7 +29,7 @@ def test_inlining_a_stencil_into_a_stencil_counts_the_footprint():
     derivative 9 times per output point.  Ix and Iy stay Funcs; the products,
     sums, det and trace are inlined (Halide's Mullapudi2016 schedule)."""
     pipe, est = _harris()
-    p = Problem(pipe, load_spec("host"), est)
+    p = Problem(pipe, PINNED, est)
     assert {"Ix", "Iy", "gray"} <= set(p.funcs)
     assert {"Ixx", "Iyy", "Ixy", "Sxx", "Syy", "Sxy", "det", "trace"} <= p.inlined
 
@@ -36,7 +37,7 @@ def test_inlining_a_stencil_into_a_stencil_counts_the_footprint():
 @pytest.mark.parametrize("method", ["greedy", "ilp"])
 def test_harris_schedules_materialize_the_derivatives_per_tile(method):
     pipe, est = _harris()
-    s = ts.solve_schedule(pipe, "host", est, method=method, time_limit=5)
+    s = ts.solve_schedule(pipe, PINNED, est, method=method, time_limit=5)
     (group,) = s.provenance.groups
     assert set(group.members) == {"output", "gray", "Ix", "Iy"}
     for f in ("gray", "Ix", "Iy"):
@@ -70,7 +71,7 @@ def test_pointwise_chains_are_still_inlined():
     a[x, y] = inp[x, y] * inp[x, y] + inp[x + 1, y] * 3.0 - inp[x, y + 1] / 7.0
     b[x, y] = a[x, y] * a[x, y] - 2.0 * a[x, y] + 5.0 / (a[x, y] + 1.0)
     c[x, y] = b[x, y] + b[x, y] * b[x, y] * 0.25
-    p = Problem(ts.Pipeline(c), load_spec("host"), {"c": [512, 512]})
+    p = Problem(ts.Pipeline(c), PINNED, {"c": [512, 512]})
     assert p.inlined == frozenset({"a", "b"})
 
 
@@ -159,7 +160,7 @@ def test_a_root_update_over_few_channels_is_cut_into_more_tasks():
     f[x, r.x, c] = f[x, r.x - 1, c] * 0.5 + inp[x, r.x, c]      # a scan down the columns
     pipe = ts.Pipeline(f)
     est = {"colsum": [1536, 512, 3], "input": [1536, 512, 3]}
-    spec = dataclasses.replace(load_spec("host"), cores=2, threads=2)
+    spec = dataclasses.replace(PINNED, cores=2, threads=2)
     s = ts.solve_schedule(pipe, spec, est, method="greedy")
     text = str(s)
     assert "s[colsum].update(0).split(x, x_o, x_i, 768).reorder(x_o, c).fuse(x_o, c, x_c)" \
@@ -182,7 +183,7 @@ def test_a_root_histogram_of_rows_is_parallel_over_its_row_vectors():
     h[x, y] = 0
     h[ts.cast(ts.int32, inp[r.x, y]) // 16, y] += 1
     pipe = ts.Pipeline(h)
-    spec = dataclasses.replace(load_spec("host"), cores=2, threads=2)
+    spec = dataclasses.replace(PINNED, cores=2, threads=2)
     s = ts.solve_schedule(pipe, spec, {"hist_rows": [16, 1024], "input": [640, 1024]},
                           method="greedy")
     assert "s[hist_rows].update(0).vectorize(y, 16).parallel(y)" in str(s), str(s)
@@ -255,7 +256,7 @@ def _transpose(height=2560, width=1536):
     g[x, y] = f[x, y] + f[x + 1, y]
     out[x, y] = g[y, x] + 1.0
     pipe = ts.Pipeline(out)
-    return Problem(pipe, load_spec("host"), {"out": [width, height]}, inline=False)
+    return Problem(pipe, PINNED, {"out": [width, height]}, inline=False)
 
 
 def test_transposed_reads_are_found():
@@ -268,7 +269,7 @@ def test_transposed_reads_are_found():
     # an update whose RDom loop runs inside its vector loop: hist_eq's row histograms
     # read Y[r, y] vectorized along y
     pipe, est = get_app("hist_eq").build()
-    h = Problem(pipe, load_spec("host"), est)
+    h = Problem(pipe, PINNED, est)
     # and scatter into their bins (the bin's read is a gather)
     assert h.accesses["hist_rows"][1] == ((("Y", 1, None),), 1, 1)
 
@@ -308,11 +309,11 @@ def test_iir_blur_transposing_at_root_is_priced_above_its_tiles(monkeypatch):
     pipe, est = get_app("iir_blur").build()
 
     def ratio():
-        p = Problem(pipe, load_spec("host"), est)
+        p = Problem(pipe, PINNED, est)
         m = CostModel(p)
         roots = sum(m.cost(Group.singleton(f), Tiling.untiled(len(p.regions[f]))).total
                     for f in p.funcs)
-        s = ts.solve_schedule(pipe, "host", est, method="greedy")
+        s = ts.solve_schedule(pipe, PINNED, est, method="greedy")
         return roots / s.provenance.predicted_cost
     assert ratio() > 2.0
     monkeypatch.setattr(cost, "UPDATE_PASS_WORDS", 0.0)
@@ -333,7 +334,7 @@ def test_a_scattered_histogram_is_not_recomputed_per_tile(monkeypatch):
     L2 greedy keeps the histogram in rows priced or not."""
     from tilesolve.solver import access
     pipe, est = get_app("bilateral_grid").build()
-    host = load_spec("host")
+    host = PINNED
     sizes = {1: 48 << 10, 2: 2 << 20, 3: 32 << 20}
     spec = dataclasses.replace(
         host, cores=2, threads=2, vector_bits=512, memory_bandwidth_gbs=27.5,
@@ -361,7 +362,7 @@ def test_an_update_shorter_than_the_lanes_is_priced_scalar(monkeypatch):
     group = Group("output", frozenset({"output", "blur_cols_1"}))
 
     def ratio():
-        m = CostModel(Problem(pipe, load_spec("host"), est))
+        m = CostModel(Problem(pipe, PINNED, est))
         return (m.cost(group, Tiling((1024, 8, None))).total
                 / m.cost(group, Tiling((1024, 16, None))).total)
     assert ratio() > 1.5
@@ -378,7 +379,7 @@ def test_a_root_buffer_over_the_heap_cache_pays_its_page_faults(monkeypatch):
 
     def vert_stores(mb):
         monkeypatch.setenv("TILESOLVE_HEAP_CACHE_MB", str(mb))
-        p = Problem(pipe, load_spec("host"), est)
+        p = Problem(pipe, PINNED, est)
         m = CostModel(p)
         c = m.cost(Group.singleton("vert"), Tiling.untiled(len(p.regions["vert"])))
         return c.stores, p.region_points("vert"), p.spec.load_cost

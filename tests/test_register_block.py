@@ -11,7 +11,9 @@ from tilesolve.solver.register_block import RESERVED_REGISTERS
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
 
-SPECS = ["xeon-e5-2620v3", "host"]
+from pinned import PINNED
+
+SPECS = ["xeon-e5-2620v3", PINNED]
 
 
 def _blocked_updates(s, name):
@@ -75,7 +77,7 @@ def test_scans_and_unshared_reductions_are_not_blocked():
     s = ts.Func("scan")
     s[x] = a[x]
     s[r.x] = s[r.x - 1] + a[r.x]
-    p = Problem(ts.Pipeline(s), load_spec("host"), {"scan": [1024], "a": [1024]})
+    p = Problem(ts.Pipeline(s), PINNED, {"scan": [1024], "a": [1024]})
     assert p.stage_info["scan"][1][0].block is None
     # a box sum: every operand depends on x and y, so a block shares no load
     b = ts.ImageParam(ts.float32, 2, "b")
@@ -83,7 +85,7 @@ def test_scans_and_unshared_reductions_are_not_blocked():
     box = ts.Func("box")
     box[x, y] = 0.0
     box[x, y] += b[x + q.x, y]
-    p = Problem(ts.Pipeline(box), load_spec("host"), {"box": [512, 512]})
+    p = Problem(ts.Pipeline(box), PINNED, {"box": [512, 512]})
     assert p.stage_info["box"][1][0].block is None
 
 
@@ -103,15 +105,15 @@ def test_the_row_var_is_the_one_whose_loads_are_cheapest():
     ``y`` every accumulator loads its own split vector.  matmul has one choice."""
     from tilesolve.solver.problem import Problem
     conv, est = get_app("conv_layer").build()
-    p = Problem(conv, load_spec("host"), est)
+    p = Problem(conv, PINNED, est)
     blk = p.stage_info["conv"][1][0].block
     assert (blk.y, blk.others) == ("z", ("y", "n"))
     assert sorted(blk.load_classes) == [(False, True), (True, False)]
     # 4 output channels are too few rows for a block: rows of y then
     few, est4 = get_app("conv_layer").build([128, 128, 4, 4])
-    assert Problem(few, load_spec("host"), est4).stage_info["conv"][1][0].block.y == "y"
+    assert Problem(few, PINNED, est4).stage_info["conv"][1][0].block.y == "y"
     mm, est = get_app("matmul").build()
-    assert Problem(mm, load_spec("host"), est).stage_info["prod"][1][0].block.y == "y"
+    assert Problem(mm, PINNED, est).stage_info["prod"][1][0].block.y == "y"
     # a tie keeps the first pure Var after x
     x, y, z = ts.Var("x"), ts.Var("y"), ts.Var("z")
     a = ts.ImageParam(ts.float32, 3, "a")
@@ -119,7 +121,7 @@ def test_the_row_var_is_the_one_whose_loads_are_cheapest():
     f = ts.Func("f")
     f[x, y, z] = 0.0
     f[x, y, z] += a[x, r.x, z] * a[x, y, r.x]
-    p = Problem(ts.Pipeline(f), load_spec("host"), {"f": [64, 64, 64], "a": [64, 64, 64]})
+    p = Problem(ts.Pipeline(f), PINNED, {"f": [64, 64, 64], "a": [64, 64, 64]})
     assert p.stage_info["f"][1][0].block.y == "y"
 
 
@@ -168,17 +170,16 @@ def test_k_panel_block_order_follows_the_l2():
     l2 = 2 << 20
     assert x_inside(K_BLOCK, 2048, 2048, 4, l2)           # 1 MB panel
     assert not x_inside(K_BLOCK, 4096, 1024, 4, l2)       # 2 MB: rows inside
-    spec = load_spec("host")
-    l2_host = [c.size_bytes for c in spec.caches if c.level == 2]
+    spec = PINNED                         # 1 MiB L2: 1024 wide fits, 65536 does not
     mod = get_app("matmul")
     pipe, est = mod.build([256, 256], k=512)
-    for width in (1024, 1 << 16):
+    for width, fits in ((1024, True), (1 << 16, False)):
         s = ts.solve_schedule(pipe, spec, {**est, "output": [width, 2048], "A": [512, 2048],
                                            "B": [width, 512]}, method="greedy")
         reorder = next(d for d in _blocked_updates(s, "prod") if d.method == "reorder")
         names = [v for _, v in reorder.args]
         par = [d.args[0][1] for d in _blocked_updates(s, "prod") if d.method == "parallel"]
-        fits = K_BLOCK * width * 4 <= (l2_host[0] if l2_host else spec.tile_cache_bytes) / 2
+        assert fits == x_inside(K_BLOCK, width, 2048, 4, 1 << 20)
         assert (names.index("x_b") < names.index("y_b")) == fits, str(s)
         assert par == (["y_b"] if fits else ["x_b"]), str(s)
     inputs = mod.make_inputs([256, 256], seed=2, k=512)
@@ -193,7 +194,7 @@ def test_a_k_blocked_matmul_matches_numpy(k):
     mod = get_app("matmul")
     sizes = [40, 24]
     pipe, est = mod.build(sizes, k=k)
-    s = ts.solve_schedule(pipe, "host", {**est, "output": [2048, 2048], "A": [k, 2048],
+    s = ts.solve_schedule(pipe, PINNED, {**est, "output": [2048, 2048], "A": [k, 2048],
                                          "B": [2048, k]}, method="greedy")
     assert "r_x_ko" in str(s)
     inputs = mod.make_inputs(sizes, seed=1, k=k)
@@ -239,10 +240,10 @@ def test_a_latency_bound_max_is_blocked_and_matches_the_reference():
     and a max: the block interleaves independent accumulators (x only: no load is
     shared); run at sizes the block does not divide, the tail is guarded."""
     pipe, f = _window("max", 53)
-    p = Problem(pipe, load_spec("host"), {"win": [1024, 512]})
+    p = Problem(pipe, PINNED, {"win": [1024, 512]})
     info = p.stage_info["win"][1][0]
     assert info.block is not None
-    s = ts.solve_schedule(pipe, "host", {"win": [1024, 512]}, method="greedy")
+    s = ts.solve_schedule(pipe, PINNED, {"win": [1024, 512]}, method="greedy")
     ds = _blocked_updates(s, "win")
     assert [d.method for d in ds][:2] == ["split", "reorder"] and "unroll" in str(s), str(s)
     cp = ts.compile(pipe, s)
@@ -254,14 +255,14 @@ def test_a_latency_bound_max_is_blocked_and_matches_the_reference():
         np.testing.assert_array_equal(got, want)
     # the sum (4 cycles against 2 issued plus its loop) is left in its default order
     pipe, _ = _window("sum", 7)
-    assert Problem(pipe, load_spec("host"), {"win": [1024, 512]}).stage_info["win"][1][0].block \
+    assert Problem(pipe, PINNED, {"win": [1024, 512]}).stage_info["win"][1][0].block \
         is None
 
 
 def test_a_chain_only_block_must_divide_the_extent():
     from tilesolve.solver.cost_terms import block_choice
     pipe, _ = _window("max", 53)
-    spec = load_spec("host")
+    spec = PINNED
     u = Problem(pipe, spec, {"win": [1024, 512]}).stage_info["win"][1][0]
     lanes = spec.vector_lanes(4)
     nb64 = block_choice(spec, u, lanes, 1.0, 64 * lanes, 1.0, 1.0)[1]
@@ -278,7 +279,7 @@ def test_max_filter_blocks_its_tiled_output_update():
     sizes = list(mod.SMALL_SIZE)
     pipe, _ = mod.build(sizes, **mod.SMALL_BUILD)
     _, paper_est = mod.build(None, **mod.SMALL_BUILD)
-    s = ts.solve_schedule(pipe, "host", paper_est, method="greedy")
+    s = ts.solve_schedule(pipe, PINNED, paper_est, method="greedy")
     text = str(s)
     assert "split(xi, xi_b, xi_r" in text and "reorder(xi_r, dx.x, xi_b)" in text, text
     inputs = mod.make_inputs(sizes, seed=0, **mod.SMALL_BUILD)

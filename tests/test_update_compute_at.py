@@ -13,6 +13,7 @@ from lowering_checks import check_lowered
 from tilesolve.errors import ScheduleError
 from tilesolve.lower import ir as L
 from tilesolve.model.schedule_io import from_json
+from pinned import PINNED
 
 
 def _pipe():
@@ -150,7 +151,7 @@ def _max_filter_problem():
     from tilesolve.solver.problem import Problem
     app = get_app("max_filter")
     pipe, est = app.build(app.SMALL_SIZE, **app.SMALL_BUILD)
-    return app, pipe, est, Problem(pipe, ts.load_spec("host"), est)
+    return app, pipe, est, Problem(pipe, PINNED, est)
 
 
 def test_only_the_reduction_reaches_the_scan():
@@ -172,7 +173,7 @@ def test_only_the_reduction_reaches_the_scan():
 def test_solver_schedules_with_update_members_equal_the_reference(method):
     app, pipe, est, _ = _max_filter_problem()
     sizes = app.SMALL_SIZE
-    s = ts.solve_schedule(pipe, ts.load_spec("host"), estimates=est, method=method)
+    s = ts.solve_schedule(pipe, PINNED, estimates=est, method=method)
     assert "s[vert].compute_at(output, " in str(s) and "update=0)" in str(s)
     assert "s[vert_log].compute_root()" in str(s)
     inp = app.make_inputs(sizes, radius=app.SMALL_BUILD["radius"])
