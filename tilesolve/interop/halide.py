@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import time
 
@@ -54,6 +53,8 @@ from ..model import expr as E
 from ..model import ops
 from ..model.func import Func
 from ..model.pipeline import Pipeline
+from . import halide_schedule
+from .halide_common import _halide_message, halide_name
 
 __all__ = ["available", "hl_module", "translate", "HalidePipeline", "hl_type", "halide_name"]
 
@@ -92,17 +93,6 @@ def hl_type(t):
     if t.is_float():
         return hl.Float(t.bits)
     return hl.Int(t.bits) if t.is_int() else hl.UInt(t.bits)
-
-
-_RESERVED = re.compile(r"^_\d*$")
-
-
-def halide_name(name: str) -> str:
-    """A name Halide accepts for a Var/Func/loop: ``.`` -> ``_``, reserved names prefixed."""
-    s = name.replace(".", "_").replace("$", "_")
-    if _RESERVED.match(s):
-        s = "v" + s
-    return s
 
 
 class _Names:
@@ -277,8 +267,7 @@ class HalidePipeline:
 
     def apply_schedule(self, schedule) -> None:
         """Apply a tilesolve Schedule as Halide scheduling calls (see ``halide_schedule``)."""
-        from .halide_schedule import apply_schedule
-        apply_schedule(self, schedule)
+        halide_schedule.apply_schedule(self, schedule)
 
     def __repr__(self) -> str:
         return f"HalidePipeline({self.source!r})"
@@ -311,11 +300,6 @@ def native_stdout_to_stderr():
             pass
         os.dup2(saved, 1)
         os.close(saved)
-
-
-def _halide_message(exc) -> str:
-    msg = str(exc).strip()
-    return msg.splitlines()[-1] if msg else type(exc).__name__
 
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,8 @@ import os
 import time
 
 from ..errors import TilesolveError
-from .halide import _halide_message, hl_module, native_stdout_to_stderr
+from .halide import hl_module, native_stdout_to_stderr
+from .halide_common import _halide_message
 
 __all__ = ["AUTOSCHEDULERS", "GPU_AUTOSCHEDULERS", "plugin_path", "load_autoscheduler", "set_estimates", "autoschedule"]
 

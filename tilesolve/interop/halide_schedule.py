@@ -30,7 +30,7 @@ from __future__ import annotations
 from ..errors import ScheduleError, TilesolveError
 from ..model import expr as E
 from ..model.schedule_types import Fuse, Split, resolve_tail
-from .halide import _halide_message, halide_name
+from .halide_common import _halide_message, halide_name
 
 __all__ = ["apply_schedule", "schedule_calls"]
 
