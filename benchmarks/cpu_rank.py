@@ -39,7 +39,8 @@ from rank_ceiling import _time_rounds  # noqa: E402
 def study(name: str, spec, per_app: int, rounds: int, gather_s: float, log) -> tuple:
     import tilesolve as ts
     from tilesolve.apps import get_app
-    from tilesolve.bench.runner import Case, _tolerance, compare
+    from tilesolve.bench.runner import Case, _tolerance
+    from tilesolve.tune.check import compare
     from tilesolve.tune.stats import spearman
     app = get_app(name)
     case = Case(app, app.PAPER_SIZE, {}, 0)

@@ -39,7 +39,8 @@ from tilesolve.apps import APPS  # noqa: E402
 from tilesolve.backend import cuda as C  # noqa: E402
 from tilesolve.backend.cuda.naive import gpu_inline_schedule, gpu_root_schedule  # noqa: E402
 from tilesolve.backend.cuda.plan import count_launches  # noqa: E402
-from tilesolve.bench.runner import _tolerance, compare, transcendentals  # noqa: E402
+from tilesolve.bench.runner import _tolerance  # noqa: E402
+from tilesolve.tune.check import compare, transcendentals  # noqa: E402
 
 DEFAULT_APPS = tuple(APPS)                       # every app of the suite
 

@@ -85,7 +85,7 @@ def _time_rounds(builds: list, inputs: dict, sizes, rounds: int, seed: int,
 def ceiling(tuning: dict, rows: list, rounds: int, spec: str, log) -> dict | None:
     import tilesolve as ts
     from tilesolve.apps import get_app
-    from tilesolve.bench.runner import compare
+    from tilesolve.tune.check import compare
     from tilesolve.model.schedule import Schedule
     from tilesolve.tune.stats import spearman
     priced = price_tuning(_spec_for(tuning, spec), rows)

@@ -11,6 +11,7 @@ import tilesolve as ts
 from tilesolve.bench import cli as bench_cli
 from tilesolve.bench import methods, runner
 from tilesolve.bench.record import FIELDS
+from tilesolve.tune import check
 from tilesolve.cli import main
 
 
@@ -200,15 +201,15 @@ def test_paper_size_with_small_build_checks_both(stub_backend, tmp_path):
 
 def test_compare_tolerances():
     a = np.arange(6, dtype=np.uint8).reshape(2, 3)
-    assert runner.compare(a, a.copy())[0]
-    assert not runner.compare(a, a + 1)[0]
-    assert runner.compare(a, a + 1, int_slack=1)[0]
+    assert check.compare(a, a.copy())[0]
+    assert not check.compare(a, a + 1)[0]
+    assert check.compare(a, a + 1, int_slack=1)[0]
     f = np.linspace(0, 100, 12, dtype=np.float32)
-    assert runner.compare(f * (1 + 1e-6), f)[0]
-    assert not runner.compare(f + 0.5, f)[0]
-    assert not runner.compare(f[:5], f)[0]
+    assert check.compare(f * (1 + 1e-6), f)[0]
+    assert not check.compare(f + 0.5, f)[0]
+    assert not check.compare(f[:5], f)[0]
     nan = np.array([np.nan, 1.0], np.float32)
-    assert runner.compare(nan, nan.copy())[0]
+    assert check.compare(nan, nan.copy())[0]
 
 
 def test_interrupt_still_reports_finished_rows(stub_backend, monkeypatch, tmp_path, capsys):

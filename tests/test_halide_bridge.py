@@ -9,11 +9,12 @@ hl = pytest.importorskip(
 
 import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS  # noqa: E402
-from tilesolve.bench.runner import Case, compare, transcendentals  # noqa: E402
+from tilesolve.bench.runner import Case  # noqa: E402
 from tilesolve.errors import ScheduleError, TilesolveError  # noqa: E402
 from tilesolve.interop import halide as th  # noqa: E402
 from tilesolve.interop.halide_auto import AUTOSCHEDULERS, autoschedule, set_estimates  # noqa: E402
 from tilesolve.model import expr as E  # noqa: E402
+from tilesolve.tune.check import compare, transcendentals  # noqa: E402
 
 # Halide's JIT takes seconds for the big pipelines on a small machine
 _SLOW_APPS = {"lens_blur", "local_laplacian", "camera_pipe", "interpolate"}

@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from ..errors import TilesolveError
+from ..tune.progress import Progress
 from . import methods as M
 from .runner import SIZES, BenchOptions, app_names, run_bench
 
@@ -141,7 +142,6 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
 
 def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int:
     """Run ``tilesolve bench`` with parsed ``args``; the exit status."""
-    from .progress import Progress
     from .table import format_table, write_csv, write_json
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err

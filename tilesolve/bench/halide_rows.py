@@ -26,7 +26,8 @@ from ..interop import halide as th
 from ..interop.halide_auto import AUTOSCHEDULERS, autoschedule, set_estimates
 from .methods import solve
 from .record import Record
-from .runner import AppRun, compare
+from ..tune.check import compare
+from .runner import AppRun
 
 __all__ = ["halide_records", "HALIDE_METHODS"]
 

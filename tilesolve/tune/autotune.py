@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from ..errors import SolverError, TilesolveError
 from .climb import CLIMB_AFTER_ROUNDS, CLIMB_SHARE, climb
 from .measure import Bench, Timing
+from .progress import Progress
 from .stats import spearman
 
 __all__ = ["autotune", "refit", "TuneResult", "TuneRecord", "spearman"]
@@ -216,7 +217,7 @@ def _check_arguments(pipeline, estimates, budget_s, progress, k, inputs) -> None
                           "needs sizes)")
     if not isinstance(progress, bool) and not callable(getattr(progress, "log", None)):
         raise SolverError(f"autotune: progress must be True or False (or a "
-                          f"tilesolve.bench.progress.Progress), got {progress!r}")
+                          f"tilesolve.tune.progress.Progress), got {progress!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise SolverError(f"autotune: k must be a positive int, got {k!r}")
     if inputs is not None and not isinstance(inputs, dict):
@@ -246,12 +247,11 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     ``estimates``: output (and input) sizes, innermost first; the schedules are timed
     at these sizes.  ``db``: None (``tune.sqlite`` in the compile cache directory),
     False (no database) or a file path.  ``progress``: a bar on stderr (or a
-    ``bench.progress.Progress`` to log into).  ``inputs``:
+    ``tune.progress.Progress`` to log into).  ``inputs``:
     arrays and Param values to time with (default: random arrays of the estimated
     sizes, Params at their defaults).  ``k``: answers kept per solver and neighbour
     bases.  ``seed``: solvers', random inputs' and the timing rounds' shuffles' seed.
     """
-    from ..bench.progress import Progress
     from ..solver.inline_refine import refine_inlining
     from ..solver.problem import Problem
     from .db import open_db, pipeline_json, tuning_key

@@ -19,7 +19,7 @@ outputs' shapes and types do not depend on the schedule): the timed runs compare
 the code, not the page faults of a fresh output, and memory does not grow with
 the number of candidates.  (A checked run writes into a fresh output of its own.)
 
-Checking (``bench.runner.compare``: integers exactly, floats within 1e-4
+Checking (``tune.check.compare``: integers exactly, floats within 1e-4
 relative): when the tuned size has at most ``CHECK_POINTS`` output points, the
 warm-up run's output itself is compared (the reference is computed once, at that
 size); otherwise the candidate is also run once at a small size (each dimension
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import SolverError
+from .check import compare, transcendentals
 
 __all__ = ["Bench", "Prepared", "Timing"]
 
@@ -97,7 +98,6 @@ class Bench:
 
     def __init__(self, pipeline, problem, inputs, seed: int, budget_s: float = 60.0):
         from ..backend.cpu.parallel import resolve_num_threads
-        from ..bench.runner import transcendentals
         self.pipeline = pipeline
         self.sizes = {o: list(problem.estimates[o]) for o in pipeline.output_names}
         self.input_sizes = {}
@@ -154,7 +154,6 @@ class Bench:
                               "pipeline") from None
 
     def _check(self, out) -> str | None:
-        from ..bench.runner import compare
         ok, err, tol = compare(out, self.reference, int_slack=self.int_slack)
         return None if ok else (f"differs from the reference at {self.check_sizes} "
                                 f"(max error {err:g}, tolerance {tol})")
