@@ -133,8 +133,18 @@ def test_bool_used_in_arithmetic():
 
 
 def test_logical_op_on_non_bool():
-    with pytest.raises(PipelineError, match=r"'&' needs boolean operands, got x \+ 1 of type int32"):
+    with pytest.raises(PipelineError, match=r"'&' mixes the boolean y > 0 with x \+ 1 of type int32"):
         (x + 1) & (y > 0)
+
+
+def test_bit_ops_on_floats_are_refused():
+    f = ts.cast(ts.float32, x)
+    with pytest.raises(PipelineError, match=r"'\|' needs integer .* got float32\(x\) of type float32"):
+        f | 1
+    with pytest.raises(PipelineError, match=r"'<<' needs integer .* float32"):
+        f << 2
+    with pytest.raises(PipelineError, match=r"'~' needs an integer or boolean operand, got float32"):
+        ~f
 
 
 def test_integer_constant_that_does_not_fit():

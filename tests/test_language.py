@@ -1,5 +1,6 @@
 """The algorithm language: typing, hash-consing, printing, Pipelines, boundary Funcs."""
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -275,3 +276,35 @@ def test_boundary_needs_an_imageparam():
     f[x] = x
     with pytest.raises(PipelineError, match="boundary conditions apply to an ImageParam"):
         ts.boundary.repeat_edge(f)
+
+
+def test_invert_of_an_integer_is_its_bitwise_complement_everywhere():
+    """``~`` on an integer is Halide's bitwise not: the reference, the CPU build and the
+    CUDA text (on the CPU shim) give Halide's answer; on a bool it stays logical."""
+    img = ts.ImageParam(ts.uint8, 2, "img")
+    x, y = ts.Var("x"), ts.Var("y")
+    f = ts.Func("inv")
+    f[x, y] = ~img[x, y]
+    g = ts.Func("g")
+    g[x, y] = ts.cast(ts.uint16, img[x, y]) * ts.cast(ts.uint16, f[x, y])
+    assert f.type == ts.uint8
+    pipe = ts.Pipeline(g)
+    a = np.array([[0, 5, 200, 255]], np.uint8)
+    want = np.array([[0, 1250, 11000, 0]], np.uint16)          # Halide's result
+    np.testing.assert_array_equal(ts.reference.realize(pipe, [4, 1], img=a), want)
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {"g": [4, 1], "img": [4, 1]},
+                          method="greedy")
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([4, 1], img=a), want)
+    if shutil.which("g++"):
+        from tilesolve.backend.cuda import emulate_cuda
+        gs = ts.Schedule(pipe, target="cuda")
+        gs[g].gpu_tile(x, y, ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi"), 4, 1)
+        np.testing.assert_array_equal(emulate_cuda(pipe, gs).realize([4, 1], img=a), want)
+    assert (~(x > 1)).type == ts.bool_
+    assert ts.reference.realize(ts.Pipeline(_func_of(~(x > 1))), [3]).tolist() == [1, 1, 0]
+
+
+def _func_of(e):
+    f = ts.Func("fe")
+    f[ts.Var("x")] = e
+    return f

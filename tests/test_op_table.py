@@ -30,13 +30,14 @@ def test_every_op_has_a_rule_in_every_layer(layer):
 
 
 def test_the_language_builds_exactly_the_ops_of_the_table():
-    assert set(E.ARITH_OPS + E.CMP_OPS + E.BOOL_OPS + E.MATH_FUNCS) == set(ops.OPS)
+    assert set(E.ARITH_OPS + E.BIT_OPS + E.CMP_OPS + E.BOOL_OPS + E.MATH_FUNCS) == set(ops.OPS)
     x = ts.Var("x")
     built = {(x + 1).op, (x - 1).op, (x * 2).op, (x / 2).op, (x % 2).op,
              ts.min(x, 1).op, ts.max(x, 1).op, (x < 1).op, (x <= 1).op, (x > 1).op,
              (x >= 1).op, E.binop("eq", x, 1).op, E.binop("ne", x, 1).op,
-             ((x < 1) & (x > 0)).op, ((x < 1) | (x > 0)).op}
-    assert built == set(ops.of_kind("arith", "cmp", "logic"))
+             ((x < 1) & (x > 0)).op, ((x < 1) | (x > 0)).op,
+             (x & 3).op, (x | 3).op, (x ^ 3).op, (x << 1).op, (x >> 1).op}
+    assert built == set(ops.of_kind("arith", "bits", "cmp", "logic"))
 
 
 def test_registering_an_unknown_op_or_layer_is_refused():
@@ -86,6 +87,8 @@ def test_each_ops_interval_rule_contains_its_numpy_result(data):
         t = ts.float32
     elif op.kind == "logic":
         t = ts.bool_
+    elif op.kind == "bits":
+        t = data.draw(st.sampled_from(INT_TYPES + (ts.int8, ts.uint16, ts.uint32)))
     else:
         t = data.draw(st.sampled_from(INT_TYPES + (ts.float32,)))
     points, intervals = [], []

@@ -30,7 +30,7 @@ from .pattern import K, Pat, RuleTable, W, cast, intrinsic, not_, op, select
 
 INF = math.inf
 RULES = RuleTable()
-COMMUTATIVE = ("add", "mul", "min", "max", "eq", "ne", "and", "or")
+COMMUTATIVE = ("add", "mul", "min", "max", "eq", "ne", "and", "or", "bitand", "bitor", "bitxor")
 CMP = ("lt", "le", "eq", "ne")
 PY_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
           "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
@@ -91,7 +91,7 @@ def above(name: str, n: int) -> Pat:
 x, y = W("x"), W("y")
 xi, yi = W("x", _int), W("y", _int)
 c, k = K("c"), K("k")
-BINOPS = ops.of_kind("arith", "cmp", "logic")
+BINOPS = ops.of_kind("arith", "bits", "cmp", "logic")
 MATH = tuple("call:" + n for n in ops.of_kind("math"))
 
 

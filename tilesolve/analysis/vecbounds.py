@@ -228,6 +228,8 @@ class VecBounder:
             if op == "div":
                 return _fit(at, _floordiv(a[0], k), _floordiv(a[1], k))
             return self._mod(at, a, k)
+        if op in E.BIT_OPS:
+            raise Unsupported(f"bit operation {op}")
         if op == "and":
             return np.minimum(a[0], b[0]), np.minimum(a[1], b[1])
         if op == "or":

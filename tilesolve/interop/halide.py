@@ -414,6 +414,36 @@ for _name, _fn in (("add", lambda hl, a, b: a + b), ("sub", lambda hl, a, b: a -
     ops.register("halide", _name)(_fn)
 
 
+for _name, _fn in (("bitand", lambda hl, a, b: a & b), ("bitor", lambda hl, a, b: a | b),
+                   ("bitxor", lambda hl, a, b: a ^ b)):
+    ops.register("halide", _name)(_fn)
+
+
+def _hl_shift_rule(left: bool):
+    """Halide shifts by an unsigned amount here; a negative amount of ours shifts the
+    other way and an amount of the width or more shifts every bit out (undefined in
+    Halide), so both are spelled out as the op table defines them."""
+    def rule(hl, a, b):
+        t = a.type()
+        bits = t.bits()
+        mag = hl.select(b < 0, -b, b) if t.is_int() else b
+        mag_u = hl.cast(hl.UInt(bits), mag)
+        wide = mag_u >= bits
+        fill = hl.select(a < 0, hl.cast(t, -1), hl.cast(t, 0)) if t.is_int() else hl.cast(t, 0)
+        safe = hl.cast(hl.UInt(bits), hl.select(wide, hl.cast(t, 0), mag))
+        up = hl.select(wide, hl.cast(t, 0), a << safe)
+        down = hl.select(wide, fill, a >> safe)
+        if not t.is_int():
+            return up if left else down
+        neg = b < 0
+        return hl.select(neg, down, up) if left else hl.select(neg, up, down)
+    return rule
+
+
+ops.register("halide", "shl")(_hl_shift_rule(True))
+ops.register("halide", "shr")(_hl_shift_rule(False))
+
+
 for _name in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round", "pow",
               "atan2"):
     ops.register("halide", _name)(lambda hl, t, *args, _n=_name: getattr(hl, _n)(*args))

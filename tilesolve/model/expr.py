@@ -25,6 +25,7 @@ from .types import Type, match_types
 ARITH_OPS = _ops.of_kind("arith")
 CMP_OPS = _ops.of_kind("cmp")
 BOOL_OPS = _ops.of_kind("logic")
+BIT_OPS = _ops.of_kind("bits")
 OP_SYMBOL = {n: o.symbol for n, o in _ops.OPS.items() if o.symbol is not None}
 MATH_FUNCS = _ops.of_kind("math")
 
@@ -107,16 +108,22 @@ class Expr:
     def __le__(self, o): return binop("le", self, o)
     def __gt__(self, o): return binop("gt", self, o)
     def __ge__(self, o): return binop("ge", self, o)
-    def __and__(self, o): return logical("and", self, o)
-    def __rand__(self, o): return logical("and", o, self)
-    def __or__(self, o): return logical("or", self, o)
-    def __ror__(self, o): return logical("or", o, self)
-    def __invert__(self): return Not(as_expr(self))
+    def __and__(self, o): return bitwise("bitand", self, o)
+    def __rand__(self, o): return bitwise("bitand", o, self)
+    def __or__(self, o): return bitwise("bitor", self, o)
+    def __ror__(self, o): return bitwise("bitor", o, self)
+    def __xor__(self, o): return bitwise("bitxor", self, o)
+    def __rxor__(self, o): return bitwise("bitxor", o, self)
+    def __lshift__(self, o): return shift("shl", self, o)
+    def __rlshift__(self, o): return shift("shl", o, self)
+    def __rshift__(self, o): return shift("shr", self, o)
+    def __rrshift__(self, o): return shift("shr", o, self)
+    def __invert__(self): return invert(self)
 
     def __bool__(self):
         raise PipelineError(
             f"the truth value of the expression {self} is not known while building a "
-            "pipeline; use ts.select(cond, a, b) instead of if/and/or/not, and & | ~ "
+            "pipeline; use ts.select(cond, a, b) instead of if/and/or/not, and & | ^ ~ "
             "for boolean logic")
 
     def __repr__(self) -> str:
@@ -358,6 +365,68 @@ def logical(op: str, a, b) -> Expr:
                 f"'{OP_SYMBOL[op]}' needs boolean operands, got {e} of type {e.type}; "
                 "compare first (e.g. x > 0)")
     return BinOp(op, a, b)
+
+
+_LOGICAL = {"bitand": "and", "bitor": "or"}
+
+
+def _is_bool(v) -> bool:
+    return isinstance(v, bool) or ((isinstance(v, Expr) or hasattr(v, "_as_expr"))
+                                   and as_expr(v).type.is_bool())
+
+
+def _bit_error(op: str, e: Expr) -> PipelineError:
+    return PipelineError(
+        f"'{OP_SYMBOL[op]}' needs integer (or, for & | ^, boolean) operands, got {e} of "
+        f"type {e.type}; cast first")
+
+
+def bitwise(op: str, a, b) -> Expr:
+    """``a & b``, ``a | b``, ``a ^ b``: on two bools the logical and, or and xor (``!=``);
+    on integers the bit operation, in the operands' common type (``match_types``)."""
+    if _is_bool(a) and _is_bool(b):
+        if op == "bitxor":
+            return binop("ne", a, b)
+        return logical(_LOGICAL[op], a, b)
+    if _is_bool(a) or _is_bool(b):
+        p, n = (a, b) if _is_bool(a) else (b, a)
+        p, n = as_expr(p), as_expr(n)
+        raise PipelineError(
+            f"'{OP_SYMBOL[op]}' mixes the boolean {p} with {n} of type {n.type}; compare "
+            "first (e.g. x > 0) or cast the boolean")
+    a, b = _coerce_pair(a, b)
+    if not a.type.is_integral():
+        raise _bit_error(op, a)
+    return BinOp(op, a, b)
+
+
+def shift(op: str, a, b) -> Expr:
+    """``a << b`` / ``a >> b`` in the type of ``a`` (as in Halide): a number ``b`` adopts
+    it, an Expr ``b`` is converted to it; a negative amount shifts the other way."""
+    if not (isinstance(a, Expr) or hasattr(a, "_as_expr")):
+        a = as_expr(a, as_expr(b).type)
+    a = as_expr(a)
+    if not a.type.is_integral():
+        raise _bit_error(op, a)
+    if isinstance(b, int) and not isinstance(b, bool) and b < 0:
+        op, b = ("shr" if op == "shl" else "shl"), -b
+    if isinstance(b, int) and not isinstance(b, bool) and not a.type.can_represent(b):
+        b = a.type.bits               # every bit out, as the rule for wide amounts says
+    b = as_expr(b, a.type)
+    if not b.type.is_integral():
+        raise _bit_error(op, b)
+    return BinOp(op, a, cast(a.type, b))
+
+
+def invert(e) -> Expr:
+    """``~e``: logical not of a bool, bitwise complement of an integer."""
+    e = as_expr(e)
+    if e.type.is_bool():
+        return Not(e)
+    if not e.type.is_integral():
+        raise PipelineError(f"'~' needs an integer or boolean operand, got {e} of type "
+                            f"{e.type}")
+    return BinOp("bitxor", e, Const(e.type, -1))
 
 
 def _floordiv(a, b) -> Expr:

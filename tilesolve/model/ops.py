@@ -22,7 +22,11 @@ on integers):
 - float ``mod`` is ``a - b * floor(a / b)``;
 - float ``min``/``max`` propagate NaN from either operand (numpy's rule);
 - ``+ - *`` wrap on integers (two's complement);
-- math functions take and give floats, except ``abs``, which keeps its type.
+- math functions take and give floats, except ``abs``, which keeps its type;
+- bit operations (``& | ^ << >>``, kind "bits") take integers of one type and give that
+  type; a shift amount is read in the operands' type: a negative amount shifts the other
+  way, and an amount of the type's width or more shifts every bit out (``<<`` gives 0,
+  ``>>`` gives 0 or, for a negative signed value, -1).  ``~a`` is ``a ^ -1`` (all ones).
 """
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ LAYERS = ("interval", "llvm", "cuda", "halide")
 @dataclass(frozen=True)
 class Op:
     name: str
-    kind: str                 # "arith", "cmp", "logic" or "math"
+    kind: str                 # "arith", "bits", "cmp", "logic" or "math"
     arity: int
     symbol: str | None        # infix spelling in the language (None: a function call)
     numpy: Callable           # numpy(t, *args): t is the operands' type
@@ -112,6 +116,17 @@ def _mod(t, a, b):
     return a - b * np.floor(a / b) if t.is_float() else _int_mod(a, b, t)
 
 
+def _shift(t, a, b, left: bool):
+    """``a << b`` (``left``) or ``a >> b`` with the table's rules for the amount."""
+    av = np.asarray(a).astype(np.int64)
+    amt = np.asarray(b).astype(np.int64)
+    amt = amt if left else -amt                  # > 0: to the left
+    with np.errstate(over="ignore"):
+        up = av << np.clip(amt, 0, 63)
+        down = av >> np.clip(-amt, 0, 63)          # arithmetic: sign fill for signed a
+    return np.where(amt >= 0, up, down).astype(t.dtype)
+
+
 def _math(fn):
     return lambda t, *args: fn(*args)
 
@@ -125,6 +140,11 @@ _TABLE = (
     ("mod", "arith", 2, "%", _mod, 8, 4, 1),
     ("min", "arith", 2, None, lambda t, a, b: np.minimum(a, b), 1, None, None),
     ("max", "arith", 2, None, lambda t, a, b: np.maximum(a, b), 1, None, None),
+    ("bitand", "bits", 2, "&", lambda t, a, b: np.bitwise_and(a, b), 1, None, None),
+    ("bitor", "bits", 2, "|", lambda t, a, b: np.bitwise_or(a, b), 1, None, None),
+    ("bitxor", "bits", 2, "^", lambda t, a, b: np.bitwise_xor(a, b), 1, None, None),
+    ("shl", "bits", 2, "<<", lambda t, a, b: _shift(t, a, b, True), 1, None, None),
+    ("shr", "bits", 2, ">>", lambda t, a, b: _shift(t, a, b, False), 1, None, None),
     ("eq", "cmp", 2, "==", lambda t, a, b: a == b, 1, None, None),
     ("ne", "cmp", 2, "!=", lambda t, a, b: a != b, 1, None, None),
     ("lt", "cmp", 2, "<", lambda t, a, b: a < b, 1, None, None),

@@ -4,7 +4,9 @@ from __future__ import annotations
 from . import expr as E
 
 # Python's precedence: comparisons bind looser than | and & (the boolean ops)
-_PREC = {"eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1, "or": 2, "and": 3,
+# Python's precedences: comparisons < | < ^ < & < shifts < + - < * / %
+_PREC = {"eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1, "or": 2, "bitor": 2,
+         "bitxor": 2.5, "and": 3, "bitand": 3, "shl": 3.5, "shr": 3.5,
          "add": 4, "sub": 4, "mul": 5, "div": 5, "mod": 5}
 
 

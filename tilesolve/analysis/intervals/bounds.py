@@ -251,8 +251,9 @@ class Bounder:
             if op == "add":
                 return Interval(_op("add", a.lo, b.lo, t), _op("add", a.hi, b.hi, t))
             return Interval(_op("sub", a.lo, b.hi, t), _op("sub", a.hi, b.lo, t))
-        if _index(t):
-            r = {"mul": _sym_mul, "div": _sym_div, "mod": _sym_mod}[op](a, b, t)
+        sym = {"mul": _sym_mul, "div": _sym_div, "mod": _sym_mod}.get(op)
+        if _index(t) and sym is not None:
+            r = sym(a, b, t)
             if r is not None:
                 return r
         return _iv(N.op_rule(op)(t, _relax(a, t), _relax(b, t)))

@@ -276,6 +276,35 @@ def cast(src, dst, a):
 
 
 # -- math intrinsics -----------------------------------------------------------
+def bits(op, t, a, b):
+    """Bounds of a bit operation (``bitand bitor bitxor shl shr``, see model/ops.py) on
+    integer intervals: exact bit facts where the operands' signs allow, else the type's
+    range."""
+    tmin, tmax = type_range(t)
+    a = (int(max(a[0], tmin)), int(min(a[1], tmax)))
+    b = (int(max(b[0], tmin)), int(min(b[1], tmax)))
+    if op == "bitand":
+        lo = 0 if a[0] >= 0 or b[0] >= 0 else tmin
+        hi = min(a[1], b[1]) if a[0] >= 0 and b[0] >= 0 else max(a[1], b[1])
+        hi = a[1] if a[0] >= 0 and b[0] < 0 else (b[1] if b[0] >= 0 and a[0] < 0 else hi)
+        return lo, hi
+    top = (1 << max(abs(a[1]), abs(b[1])).bit_length()) - 1
+    if op == "bitor":
+        if a[0] >= 0 and b[0] >= 0:
+            return max(a[0], b[0]), top
+        return min(a[0], b[0]), max(top, -1)
+    if op == "bitxor":
+        return (0, top) if a[0] >= 0 and b[0] >= 0 else (tmin, tmax)
+    if b[0] < 0 or (op == "shl" and b[1] >= t.bits):
+        return tmin, tmax
+    s = (b[0], min(b[1], t.bits))
+    if op == "shl":
+        vs = [x << k for x in a for k in s]
+    else:
+        vs = [x >> k for x in a for k in s]
+    return fit(t, min(vs), max(vs))
+
+
 def _rel(t):
     return 2.0 ** -20 if t.bits == 32 else 2.0 ** -50
 
@@ -341,6 +370,8 @@ def _register():
     for name, fn in (("add", add), ("sub", sub), ("mul", mul), ("div", div), ("mod", mod),
                      ("min", min_), ("max", max_)):
         ops.register("interval", name)(fn)
+    for name in ops.of_kind("bits"):
+        ops.register("interval", name)(lambda t, a, b, _op=name: bits(_op, t, a, b))
     for name in ops.of_kind("cmp"):
         ops.register("interval", name)(lambda t, a, b, _op=name: compare(_op, a, b))
     for name in ops.of_kind("logic"):

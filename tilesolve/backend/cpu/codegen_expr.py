@@ -433,6 +433,38 @@ def _ll_logic(em, op, t, a, b, flags=()):
     return em.b.and_(a, b) if op == "and" else em.b.or_(a, b)
 
 
+@ops.register("llvm", "bitand", "bitor", "bitxor")
+def _ll_bits(em, op, t, a, b, flags=()):
+    return {"bitand": em.b.and_, "bitor": em.b.or_, "bitxor": em.b.xor}[op](a, b)
+
+
+@ops.register("llvm", "shl", "shr")
+def _ll_shift(em, op, t, a, b, flags=()):
+    """The op table's shift: a negative amount shifts the other way, an amount of the
+    type's width or more shifts every bit out (LLVM's shifts are poison there)."""
+    bld, ty = em.b, a.type
+    bits = em.const(ty, t.bits)
+    left_op = op == "shl"
+    if isinstance(b, ir.Constant) and not isinstance(ty, ir.VectorType) \
+            and 0 <= b.constant < t.bits:
+        return bld.shl(a, b) if left_op else (bld.ashr if t.is_int() else bld.lshr)(a, b)
+    zero = em.const(ty, 0)
+    if t.is_int():
+        neg = bld.icmp_signed("<", b, zero)
+        mag = bld.select(neg, bld.sub(zero, b), b)        # -min wraps to min: >= width below
+    else:
+        neg, mag = None, b
+    wide = bld.icmp_unsigned(">=", mag, bits)
+    m = bld.select(wide, em.const(ty, t.bits - 1), mag)
+    up = bld.select(wide, zero, bld.shl(a, m))
+    down = (bld.ashr if t.is_int() else bld.lshr)(a, m)   # width - 1: the sign fill
+    if not t.is_int():
+        down = bld.select(wide, zero, down)
+    if neg is None:
+        return up if left_op else down
+    return bld.select(neg, down, up) if left_op else bld.select(neg, up, down)
+
+
 @ops.register("llvm", "add", "sub", "mul")
 def _ll_ring(em, op, t, a, b, flags=()):
     bld = em.b

@@ -66,6 +66,16 @@ template <class T> __device__ __forceinline__ T ts_mod(T a, T b) {
   T r = (T)(a % b);
   if (r < 0) r = (b > 0) ? ts_add(r, b) : ts_sub(r, b);
   return r; }
+// shifts: a negative amount shifts the other way; the type's width or more shifts every
+// bit out (0, or -1 for a negative signed value shifted right)
+template <class T> __device__ __forceinline__ T ts_shift(T a, T s, bool left) {
+  const long long bits = 8 * (long long)sizeof(T);
+  long long m = (long long)s;
+  if (m < 0) { left = !left; m = -m; }
+  typedef typename ts_unsigned<T>::type U;
+  if (left) return m >= bits ? (T)0 : (T)(U)((U)a << m);
+  if (m >= bits) return (T)((T)-1 < (T)0 && a < (T)0 ? (T)-1 : (T)0);
+  return (T)(a >> m); }
 template <class T> __device__ __forceinline__ T ts_iabs(T a) { return a < 0 ? ts_neg(a) : a; }
 template <class T> __device__ __forceinline__ T ts_imin(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ __forceinline__ T ts_imax(T a, T b) { return a > b ? a : b; }
@@ -266,6 +276,14 @@ def _c_compare(p, e, a, b):
 @ops.register("cuda", "and", "or")
 def _c_logic(p, e, a, b):
     return f"({a} {'&&' if e.op == 'and' else '||'} {b})"
+
+
+@ops.register("cuda", "bitand", "bitor", "bitxor", "shl", "shr")
+def _c_bits(p, e, a, b):
+    ct = ctype(e.a.type)
+    if e.op in ("shl", "shr"):
+        return f"ts_shift<{ct}>({a}, {b}, {'true' if e.op == 'shl' else 'false'})"
+    return f"(({ct})({a} {E.OP_SYMBOL[e.op]} {b}))"
 
 
 @ops.register("cuda", "add", "sub", "mul", "div", "mod", "min", "max")
