@@ -6,17 +6,43 @@
 
 A call ``g[a0, a1]`` is replaced by ``g``'s pure value with ``g``'s pure Vars
 replaced by the (already inlined) arguments, simultaneously, so a call
-``g[y, x]`` swaps correctly.  Inlined Funcs may call other inlined Funcs; each
-callee's own value is inlined once and cached, producers first, so a chain of
-any length is inlined without recursion.  A Func with update definitions is
-never inlined.  The solver (its facts) and lowering (the program) both use
-this one Inliner.
+``g[y, x]`` swaps correctly.  Inlined Funcs may call other inlined Funcs: the
+calls in the substituted value are inlined in turn.  Every node is inlined once
+(memoized on identity: Exprs are hash-consed), and a call is expanded from its
+callee's own definition, not from a copy of the callee with everything below it
+already inlined, so the work is proportional to the distinct nodes of the
+result, not to the number of paths through the call graph: a chain of stencils
+``f_k[x] = (f_{k-1}[x - 1] + f_{k-1}[x + 1]) / 2`` inlines into one value per
+distinct point ``f_j[x + c]``.  For that, integer offsets composed by the
+substitution are folded (``x - 1 + 1`` is ``x``), so equal points are equal
+nodes.  Iterative (an explicit stack): a chain of any length is inlined without
+recursion.  A Func with update definitions is never inlined.  The solver (its
+facts) and lowering (the program) both use this one Inliner.
 """
 from __future__ import annotations
 
 from . import expr as E
 from .func import Func
-from .visit import mutate, substitute, walk
+from .visit import rebuild_from, rewritten_children, substitute
+
+
+def fold_offset(n: E.Expr) -> E.Expr:
+    """``(a + c1) + c2`` (and the ``-`` forms) of one integer type as ``a + (c1 + c2)``
+    (``a`` alone for 0; ``a - c`` for a negative sum); ``n`` itself otherwise, or when
+    the sum leaves the type's range.  Wrapping arithmetic makes this exact."""
+    if not (isinstance(n, E.BinOp) and n.op in ("add", "sub") and isinstance(n.b, E.Const)
+            and n.type.is_integral()):
+        return n
+    a = n.a
+    if not (isinstance(a, E.BinOp) and a.op in ("add", "sub") and isinstance(a.b, E.Const)
+            and a.type == n.type):
+        return n
+    c = (a.b.value if a.op == "add" else -a.b.value) + (n.b.value if n.op == "add" else -n.b.value)
+    if c == 0:
+        return a.a
+    if abs(c) > n.type.max_value():
+        return n
+    return E.BinOp("add", a.a, E.Const(n.type, c)) if c > 0 else E.BinOp("sub", a.a, E.Const(n.type, -c))
 
 
 class Inliner:
@@ -26,47 +52,48 @@ class Inliner:
         for f in funcs.values():
             assert not f.updates, f"Func {f.name} has updates and cannot be inlined"
         self.funcs = dict(funcs)
-        self._bodies: dict[str, E.Expr] = {}
+        # id(node) -> the node inlined; every result maps to itself.  Keyed by id:
+        # ``_alive`` keeps every key's node alive.
         self._memo: dict = {}
-        self._alive: list = []    # the memo is keyed by id: keep the keys alive
+        self._alive: list = []
 
-    def _callees(self, f: Func) -> list:
-        return [n.target for n in walk(f.pure.value)
-                if isinstance(n, E.Call) and isinstance(n.target, Func)
-                and n.target.name in self.funcs and n.target.name not in self._bodies]
-
-    def _body(self, f: Func) -> E.Expr:
-        b = self._bodies.get(f.name)
-        if b is not None:
-            return b
-        # Inline the callees first (an iterative post-order), so that inlining
-        # f's value finds every callee's body ready and never recurses.
-        order, seen, stack = [], {f.name}, [(f, False)]
-        while stack:
-            g, done = stack.pop()
-            if done:
-                order.append(g)
-                continue
-            stack.append((g, True))
-            for c in self._callees(g):
-                if c.name not in seen:
-                    seen.add(c.name)
-                    stack.append((c, False))
-        for g in order:
-            if g.name not in self._bodies:
-                self._bodies[g.name] = self.expr(g.pure.value)
-        return self._bodies[f.name]
-
-    def _fn(self, n):
-        if isinstance(n, E.Call) and isinstance(n.target, Func) and n.target.name in self.funcs:
-            g = n.target
-            args = tuple(self.expr(a) for a in n.args)
-            return substitute(self._body(g), dict(zip(g.pure.args, args)))
-        return None
+    def _inlinable(self, n) -> bool:
+        return isinstance(n, E.Call) and isinstance(n.target, Func) and n.target.name in self.funcs
 
     def expr(self, e: E.Expr) -> E.Expr:
         """``e`` with every call to an inlined Func substituted (recursively)."""
         if not self.funcs:
             return e
-        self._alive.append(e)
-        return mutate(e, self._fn, self._memo)
+        memo, alive = self._memo, self._alive
+        alive.append(e)
+        # (node, None): rewrite its children, then the node; (node, other): the node's
+        # result is ``other``'s, computed by then.
+        stack = [(e, None)]
+        while stack:
+            n, same_as = stack.pop()
+            if id(n) in memo:
+                continue
+            if same_as is not None:
+                memo[id(n)] = memo[id(same_as)]
+                continue
+            kids = [c for c in rewritten_children(n) if id(c) not in memo]
+            if kids:
+                stack.append((n, None))
+                stack.extend((c, None) for c in kids)
+                continue
+            r = rebuild_from(n, memo)
+            if r is not n:
+                # a node equal to another's result once its children are inlined
+                alive.append(r)
+                stack.append((n, r))
+                stack.append((r, None))
+                continue
+            if self._inlinable(n):
+                g = n.target
+                body = substitute(g.pure.value, dict(zip(g.pure.args, n.args)), post=fold_offset)
+                alive.append(body)
+                stack.append((n, body))
+                stack.append((body, None))
+                continue
+            memo[id(n)] = n
+        return memo[id(e)]

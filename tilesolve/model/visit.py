@@ -15,13 +15,15 @@ def rebuild(e: E.Expr, fields: tuple) -> E.Expr:
     return type(e)(*fields)
 
 
-def mutate(e: E.Expr, fn: Callable[[E.Expr], E.Expr | None], memo: dict | None = None) -> E.Expr:
+def mutate(e: E.Expr, fn: Callable[[E.Expr], E.Expr | None], memo: dict | None = None,
+           post: Callable[[E.Expr], E.Expr] | None = None) -> E.Expr:
     """Bottom-up rewrite: ``fn(node)`` returns a replacement or None to recurse.
 
     ``fn`` is tried on each node before its children; when it returns None the
-    children are rewritten and the node rebuilt (shared if nothing changed).
-    Iterative (an explicit stack), so the depth of ``e`` is not limited by
-    Python's recursion limit.
+    children are rewritten and the node rebuilt (shared if nothing changed);
+    ``post``, if given, is applied to each node rebuilt with new children (its
+    children already final: a local canonicalization).  Iterative (an explicit
+    stack), so the depth of ``e`` is not limited by Python's recursion limit.
     """
     if memo is None:
         memo = {}
@@ -43,21 +45,27 @@ def mutate(e: E.Expr, fn: Callable[[E.Expr], E.Expr | None], memo: dict | None =
                 memo[key] = r
                 continue
             stack.append((n, True))
-            stack.extend((c, False) for c in _rewritten_children(n) if id(c) not in memo)
+            stack.extend((c, False) for c in rewritten_children(n) if id(c) not in memo)
             continue
-        new_fields = []
-        for f in n._fields:
-            v = getattr(n, f)
-            if isinstance(v, E.Expr):
-                v = memo[id(v)]
-            elif isinstance(v, tuple) and v and isinstance(v[0], E.Expr):
-                v = tuple(memo[id(x)] for x in v)
-            new_fields.append(v)
-        memo[key] = rebuild(n, tuple(new_fields))
+        r = rebuild_from(n, memo)
+        memo[key] = r if post is None or r is n else post(r)
     return memo[id(e)]
 
 
-def _rewritten_children(e: E.Expr) -> Iterator[E.Expr]:
+def rebuild_from(n: E.Expr, memo: dict) -> E.Expr:
+    """``n`` rebuilt with each child ``mutate`` rewrites replaced by ``memo[id(child)]``."""
+    new_fields = []
+    for f in n._fields:
+        v = getattr(n, f)
+        if isinstance(v, E.Expr):
+            v = memo[id(v)]
+        elif isinstance(v, tuple) and v and isinstance(v[0], E.Expr):
+            v = tuple(memo[id(x)] for x in v)
+        new_fields.append(v)
+    return rebuild(n, tuple(new_fields))
+
+
+def rewritten_children(e: E.Expr) -> Iterator[E.Expr]:
     """The children ``mutate`` rewrites: Expr fields and tuples of Exprs."""
     for f in e._fields:
         v = getattr(e, f)
@@ -141,12 +149,13 @@ def find(e: E.Expr, cls) -> list:
     return out
 
 
-def substitute(e: E.Expr, mapping: dict) -> E.Expr:
-    """Replace nodes (keys, compared by identity) with Exprs or numbers."""
+def substitute(e: E.Expr, mapping: dict, post: Callable[[E.Expr], E.Expr] | None = None) -> E.Expr:
+    """Replace nodes (keys, compared by identity) with Exprs or numbers (``post``: as
+    in ``mutate``, for the nodes the replacement rebuilds)."""
     if not mapping:
         return e
     m = {id(k): (v if isinstance(v, E.Expr) else E.as_expr(v, k.type)) for k, v in mapping.items()}
-    return mutate(e, lambda n: m.get(id(n)))
+    return mutate(e, lambda n: m.get(id(n)), post=post)
 
 
 def substitute_names(e: E.Expr, mapping: dict[str, E.Expr]) -> E.Expr:
