@@ -119,7 +119,7 @@ def _calls_of(exprs) -> list:
     return calls
 
 
-def _linear(a):
+def linear_form(a):
     """(var name, k, c) when ``a`` is ``k*v + c`` with int constants, else None."""
     if isinstance(a, (E.Var, E.RVar)):
         return (a.name, 1, 0)
@@ -127,16 +127,16 @@ def _linear(a):
         return (None, 0, int(a.value))
     if isinstance(a, E.BinOp) and a.type.is_integral():
         if a.op in ("add", "sub") and isinstance(a.b, E.Const):
-            inner = _linear(a.a)
+            inner = linear_form(a.a)
             if inner is not None:
                 c = int(a.b.value)
                 return (inner[0], inner[1], inner[2] + (c if a.op == "add" else -c))
         if a.op == "add" and isinstance(a.a, E.Const):
-            inner = _linear(a.b)
+            inner = linear_form(a.b)
             if inner is not None:
                 return (inner[0], inner[1], inner[2] + int(a.a.value))
         if a.op == "mul" and isinstance(a.b, E.Const):
-            inner = _linear(a.a)
+            inner = linear_form(a.a)
             if inner is not None and inner[0] is not None:
                 k = int(a.b.value)
                 return (inner[0], inner[1] * k, inner[2] * k)
@@ -161,7 +161,7 @@ def _summary(exprs):
         dims = None
         ok = True
         for c in calls:
-            lins = [_linear(a) for a in c.args]
+            lins = [linear_form(a) for a in c.args]
             if any(lv is None for lv in lins):
                 ok = False
                 break
