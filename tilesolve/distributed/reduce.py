@@ -21,7 +21,7 @@ import itertools
 import math
 
 from ..analysis.intervals import required_regions
-from ..analysis.intervals.regions import _rdom_scope, _base_scope
+from ..analysis.intervals.regions import rdom_bounds
 from ..errors import ChunkingError
 from ..model.params import ImageParam
 from .shift import FIRST, associative_op
@@ -142,7 +142,7 @@ def plan_reduction(pipeline, image: str, amp: float, out_sizes: dict, extents: d
             bad.append(f"Func {name}: {what}, and {why}")
             continue
         rdom = f.updates[k].rdom
-        scope = _rdom_scope(rdom, _base_scope(pipeline, params, extents), name)
+        scope = rdom_bounds(pipeline, rdom, name, params, extents)
         ranges = [(int(scope[rdom[i].name].lo),
                    int(scope[rdom[i].name].hi - scope[rdom[i].name].lo + 1))
                   for i in range(len(rdom))]

@@ -26,7 +26,8 @@ from ...model.visit import children, walk
 from .bounds import Bounder, as_interval, type_interval
 from .interval import Box, Interval, is_num
 
-__all__ = ["boxes_required", "required_regions", "func_value_bounds", "INDEX_LIMIT"]
+__all__ = ["boxes_required", "required_regions", "func_value_bounds", "INDEX_LIMIT",
+           "rdom_bounds"]
 
 INDEX_LIMIT = 2 ** 31 - 1   # an index whose bounds reach this is unbounded
 
@@ -158,6 +159,12 @@ def _rdom_scope(rdom, scope, fname) -> dict:
                 "(pass input_sizes=... or params=...)")
         out[rdom[i].name] = Interval(lo.lo, lo.lo + n.lo - 1)
     return out
+
+
+def rdom_bounds(pipeline, rdom, fname, params=None, input_sizes=None) -> dict:
+    """RVar name -> Interval of ``rdom`` (an RDom of Func ``fname``) with ``params`` and
+    ``input_sizes`` fixed; ``BoundsError`` if they leave its bounds unknown."""
+    return _rdom_scope(rdom, _base_scope(pipeline, params, input_sizes), fname)
 
 
 def _describe(x) -> str:
