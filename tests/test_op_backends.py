@@ -27,7 +27,8 @@ from tilesolve.model import types as T
 INTS = (T.uint8, T.uint16, T.uint32, T.int8, T.int16, T.int32)
 FLOATS = (T.float32, T.float64)
 N = 67                       # not a multiple of the vector width: the tail runs too
-INEXACT = {"exp", "log", "pow", "sin", "cos", "tan", "atan2"}
+INEXACT = {"exp", "log", "pow", "sin", "cos", "tan", "atan2", "atan", "asin", "acos", "sinh",
+           "cosh", "tanh", "asinh", "acosh", "atanh"}
 # Halide computes float32 exp, log and pow with its own polynomials, which are not made
 # for non-finite operands or results (exp(inf) == 0, log(nan) == 89.1): there they are
 # compared where the operands are finite and normal and the reference's result is 0 or between

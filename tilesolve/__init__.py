@@ -13,11 +13,21 @@ from .errors import (BoundsError, ChunkingError, ChunkingWarning, LoweringError,
                      SpecWarning,
                      TilesolveError)
 from .model import boundary  # noqa: F401
-from .model.expr import (Expr, Param, RVar, Var, atan2, cast, ceil, clamp, cos, exp,  # noqa: F401
-                         floor, log, saturating_cast, select, sin, sqrt, tan)
+from .model.derived import (absd, fast_cos, fast_exp, fast_inverse,  # noqa: F401
+                            fast_inverse_sqrt, fast_log, fast_pow, fast_sin, halving_add,
+                            halving_sub, i8_sat, i16_sat, i32_sat, is_finite, is_inf, is_nan,
+                            lerp, likely, likely_if_innermost, mul_shift_right, mux,
+                            rounding_halving_add, rounding_mul_shift_right,
+                            rounding_shift_left, rounding_shift_right, saturating_add,
+                            saturating_sub, u8_sat, u16_sat, u32_sat, widening_add,
+                            widening_mul, widening_sub)
+from .model.derived import max_n as max  # noqa: F401,A001
+from .model.derived import min_n as min  # noqa: F401,A001
+from .model.derived import select_n as select  # noqa: F401
+from .model.expr import (Expr, Param, RVar, Var, acos, acosh, asin, asinh, atan,  # noqa: F401
+                         atan2, atanh, cast, ceil, clamp, cos, cosh, exp, floor, log,
+                         saturating_cast, sin, sinh, sqrt, tan, tanh, trunc)
 from .model.expr import abs_ as abs  # noqa: F401,A001
-from .model.expr import max_ as max  # noqa: F401,A001
-from .model.expr import min_ as min  # noqa: F401,A001
 from .model.expr import pow_ as pow  # noqa: F401,A001
 from .model.expr import round_ as round  # noqa: F401,A001
 from .model.func import Func  # noqa: F401
@@ -27,7 +37,7 @@ from .model.rdom import RDom  # noqa: F401
 from .model.reductions import maximum, minimum, product  # noqa: F401
 from .model.reductions import sum  # noqa: F401,A001
 from .model.types import (Type, bool_, float32, float64, int8, int16, int32,  # noqa: F401
-                          uint8, uint16, uint32)
+                          int64, uint8, uint16, uint32)
 
 __version__ = "0.1.0"
 

@@ -3,10 +3,12 @@
 Each helper builds plain Exprs from the language's own nodes, so the rest of
 the compiler sees nothing new:
 
-* ``lerp(a, b, w)``: Halide's float lerp, ``a * (1 - w) + b * w``.
-* ``mux(c, values)``: ``values[c]``, the last value when ``c`` is past the end
-  (Halide's ``mux``), as a chain of ``select``.
-* ``absd(a, b)``: ``|a - b|`` without overflow for unsigned integers.
+* ``lerp(a, b, w)``: the language's lerp (Halide's float lerp).
+* ``mux(c, values)``: ``values[c]``, the last value when ``c`` is past the end or
+  negative, as a chain of ``==`` selects (the language's ``mux`` clamps the index).
+* ``absd(a, b)``: ``|a - b|`` in the operands' own type (the language's ``absd`` gives
+  signed operands' difference in the unsigned type, as Halide does).
+* ``abs_same_type(e)``: ``|e|`` in the type of ``e``.
 * ``avg_round_up(a, b)``: ``(a + b + 1) / 2`` computed in the wider type.
 * ``pow2_int(e, max_exponent)``: ``1 << e`` for ``0 <= e <= max_exponent``
   (the language has no shifts), as a select chain.
@@ -17,13 +19,21 @@ the compiler sees nothing new:
 from __future__ import annotations
 
 from .. import model as M
+from ..model import expr as E
 from ..model import types as T
+from ..model.derived import lerp as lerp_
 
 
 def lerp(a, b, w):
-    """Halide's float ``lerp(a, b, w) = a * (1 - w) + b * w``."""
-    w = M.as_expr(w)
-    return a * (1.0 - w) + b * w
+    """Halide's float ``lerp(a, b, w) = a * (1 - w) + b * w`` (the language's)."""
+    return lerp_(a, b, w)
+
+
+def abs_same_type(e):
+    """``|e|`` in the type of ``e`` (wrapping at a signed minimum), the form the apps
+    were tuned with; the language's ``abs`` gives Halide's unsigned result."""
+    e = M.as_expr(e)
+    return E.Intrinsic("abs", (e,), e.type)
 
 
 def mux(c, values):

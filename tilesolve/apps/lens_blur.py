@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import model as M
-from ._common import absd, lerp, mux, paper_or, random_float
+from ._common import abs_same_type, absd, lerp, mux, paper_or, random_float
 from ._npref import rng
 from .lens_blur_ref import numpy_reference  # noqa: F401  (re-exported)
 
@@ -123,7 +123,7 @@ def build(sizes=None, pyramid_levels: int = 8):
                          M.select(filtered[x, y, rd.x] == min_cost[x, y], rd.x, slices))
 
     br = M.Func("bokeh_radius")
-    br[x, y] = M.cast(M.float32, M.abs_(depth[x, y] - focus)) * scale
+    br[x, y] = M.cast(M.float32, abs_same_type(depth[x, y] - focus)) * scale
     brs = M.Func("bokeh_radius_squared")
     brs[x, y] = br[x, y] * br[x, y]
     rm = M.RDom((-mbr, 2 * mbr + 1), name="r_max")

@@ -445,7 +445,8 @@ ops.register("halide", "shr")(_hl_shift_rule(False))
 
 
 for _name in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round", "pow",
-              "atan2"):
+              "atan2", "atan", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh",
+              "atanh", "trunc"):
     ops.register("halide", _name)(lambda hl, t, *args, _n=_name: getattr(hl, _n)(*args))
 
 

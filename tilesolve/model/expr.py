@@ -502,9 +502,11 @@ def clamp(e, lo, hi) -> Expr:
 
 
 def abs_(e) -> Expr:
-    """Absolute value, same type as ``e`` (for integers, abs(min) wraps)."""
+    """Absolute value; of a signed integer, in the unsigned type of its width (as in
+    Halide: ``abs(int8(-128)) == uint8(128)``), else of the type of ``e``."""
     e = as_expr(e)
-    return Intrinsic("abs", (e,), e.type)
+    a = Intrinsic("abs", (e,), e.type)
+    return cast(T.Type("uint", e.type.bits), a) if e.type.is_int() else a
 
 
 def _float_arg(e) -> Expr:
@@ -521,8 +523,11 @@ def _math1(name):
     return f
 
 
-sqrt, exp, log, sin, cos, tan, floor, ceil = (
-    _math1(n) for n in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil"))
+(sqrt, exp, log, sin, cos, tan, floor, ceil, trunc, atan, asin, acos, sinh, cosh, tanh, asinh,
+ acosh, atanh) = (
+    _math1(n) for n in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "trunc",
+                        "atan", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh",
+                        "atanh"))
 
 
 def round_(e) -> Expr:

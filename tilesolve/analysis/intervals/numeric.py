@@ -332,8 +332,8 @@ def intrinsic(name, t, args):
         return fit(t, *r)
     if not t.is_float():
         return type_range(t)
-    if name in ("floor", "ceil", "round"):
-        fn = {"floor": math.floor, "ceil": math.ceil, "round": round}[name]
+    if name in ("floor", "ceil", "round", "trunc"):
+        fn = {"floor": math.floor, "ceil": math.ceil, "round": round, "trunc": math.trunc}[name]
         g = (lambda v: v if v in (INF, -INF) else float(fn(v)))
         return fit(t, g(lo), g(hi))
     if name == "sqrt":
@@ -350,8 +350,13 @@ def intrinsic(name, t, args):
         l2 = -INF if lo <= 0 else math.log(lo)
         h2 = -INF if hi == 0 else (INF if hi == INF else math.log(hi))
         return _widen(t, l2, h2, _rel(t))
-    if name in ("sin", "cos"):
+    if name in ("sin", "cos", "tanh"):
         return fit(t, -1.0, 1.0)
+    if name in ("atan", "asin"):
+        return _widen(t, -math.pi / 2, math.pi / 2, _rel(t))
+    if name == "acos":
+        return _widen(t, 0.0, math.pi, _rel(t))
+
     if name == "atan2":
         return _widen(t, -math.pi, math.pi, _rel(t))
     if name == "pow":

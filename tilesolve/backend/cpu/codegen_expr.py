@@ -50,9 +50,11 @@ F64 = ir.DoubleType()
 # Intrinsics that exist as llvm.* for float scalars and vectors.
 _LLVM_MATH = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "sin": "llvm.sin",
               "cos": "llvm.cos", "pow": "llvm.pow", "floor": "llvm.floor",
-              "ceil": "llvm.ceil", "round": "llvm.roundeven"}
+              "ceil": "llvm.ceil", "round": "llvm.roundeven", "trunc": "llvm.trunc"}
 # Intrinsics called in the C library (per lane in vector code): name -> (f32, f64) symbol.
-_LIBM = {"tan": ("tanf", "tan"), "atan2": ("atan2f", "atan2")}
+_LIBM = {"tan": ("tanf", "tan"), "atan2": ("atan2f", "atan2"),
+         **{n: (n + "f", n) for n in ("atan", "asin", "acos", "sinh", "cosh", "tanh",
+                                      "asinh", "acosh", "atanh")}}
 
 _ICMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 

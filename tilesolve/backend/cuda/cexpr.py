@@ -91,10 +91,14 @@ __device__ __forceinline__ double ts_dmod(double a, double b) { return a - b * f
 
 _MATH32 = {"sqrt": "sqrtf", "exp": "expf", "log": "logf", "pow": "powf", "sin": "sinf",
            "cos": "cosf", "tan": "tanf", "atan2": "atan2f", "floor": "floorf",
-           "ceil": "ceilf", "round": "rintf", "abs": "fabsf"}
+           "ceil": "ceilf", "round": "rintf", "abs": "fabsf", "trunc": "truncf",
+           **{n: n + "f" for n in ("atan", "asin", "acos", "sinh", "cosh", "tanh", "asinh",
+                                   "acosh", "atanh")}}
 _MATH64 = {"sqrt": "sqrt", "exp": "exp", "log": "log", "pow": "pow", "sin": "sin",
            "cos": "cos", "tan": "tan", "atan2": "atan2", "floor": "floor",
-           "ceil": "ceil", "round": "rint", "abs": "fabs"}
+           "ceil": "ceil", "round": "rint", "abs": "fabs", "trunc": "trunc",
+           **{n: n for n in ("atan", "asin", "acos", "sinh", "cosh", "tanh", "asinh",
+                             "acosh", "atanh")}}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 

@@ -26,6 +26,10 @@ double sqrt(double) noexcept; double exp(double) noexcept; double log(double) no
 double pow(double, double) noexcept; double sin(double) noexcept; double cos(double) noexcept;
 double tan(double) noexcept; double atan2(double, double) noexcept; double floor(double) noexcept;
 double ceil(double) noexcept; double rint(double) noexcept; double fabs(double) noexcept;
+#define TS_MATH1(n) float n##f(float) noexcept; double n(double) noexcept;
+TS_MATH1(atan) TS_MATH1(asin) TS_MATH1(acos) TS_MATH1(sinh) TS_MATH1(cosh) TS_MATH1(tanh)
+TS_MATH1(asinh) TS_MATH1(acosh) TS_MATH1(atanh) TS_MATH1(trunc)
+#undef TS_MATH1
 }
 
 struct dim3 { unsigned x, y, z; dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1): x(x_), y(y_), z(z_) {} };
