@@ -37,7 +37,8 @@ def threads_cpu() -> dict:
 
 def _case():
     from tilesolve.distributed.bench import _app_case
-    ts, pipe, sched, sizes, inputs = _app_case("blur", 4.0, 0)
+    import tilesolve as ts
+    pipe, sched, sizes, inputs = _app_case("blur", 4.0, 0)
     return ts.compile(pipe, sched, num_threads=1), sizes, inputs["input"]
 
 

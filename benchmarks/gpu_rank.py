@@ -41,11 +41,12 @@ def candidates(pipe, est, spec, per_app: int, seconds: float):
     """``_gather.spread_candidates`` on ``spec``: (Candidate, its schedule as
     ``ts.solve_schedule`` would give it: each producer whose per-block buffer has no
     constant size computed at root)."""
-    from tilesolve.backend.compile import _lowers_for_cuda
-    from tilesolve.solver import verified_schedule
+    from tilesolve.driver import lowerable_schedule
+    from tilesolve.solver import Solution
     problem, ranked = spread_candidates(pipe, est, spec, per_app, seconds)
-    return [(c, verified_schedule(pipe, problem, list(c.columns), c.schedule.provenance,
-                                  _lowers_for_cuda) if c.columns else c.schedule)
+    return [(c, lowerable_schedule(pipe, Solution(problem, list(c.columns),
+                                                  c.schedule.provenance))
+             if c.columns else c.schedule)
             for c in ranked]
 
 

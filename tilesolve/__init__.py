@@ -49,10 +49,10 @@ def __getattr__(name):
     lazy = {
         "reference": ("tilesolve.reference", None),
         "Schedule": ("tilesolve.model.schedule", "Schedule"),
-        "compile": ("tilesolve.backend.compile", "compile"),
+        "compile": ("tilesolve.driver", "compile"),
         "load_spec": ("tilesolve.specs", "load_spec"),
         "HardwareSpec": ("tilesolve.specs", "HardwareSpec"),
-        "solve_schedule": ("tilesolve.backend.compile", "solve_schedule"),
+        "solve_schedule": ("tilesolve.driver", "solve_schedule"),
         "autotune": ("tilesolve.tune.autotune", "autotune"),
         "tune": ("tilesolve.tune", None),
         "Interval": ("tilesolve.analysis.intervals", "Interval"),

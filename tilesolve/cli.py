@@ -46,10 +46,10 @@ def _parser():
     sub.add_parser("explain", help="explain an app's solved schedule; --ir: our loop IR "
                                    "beside Halide's; --profile: time per Func",
                    add_help=False)
-    from .bench.cli import _positive_int
+    from .bench.cli import positive_int
     from .solver import METHODS
     d = sub.add_parser("demo", help="schedule, compile and check the blur of DESIGN.md")
-    d.add_argument("--size", type=_positive_int, nargs=2, default=[640, 480], metavar=("W", "H"),
+    d.add_argument("--size", type=positive_int, nargs=2, default=[640, 480], metavar=("W", "H"),
                    help="image width and height (positive integers; default 640 480)")
     d.add_argument("--method", default="auto", choices=METHODS,
                    help=f"solver method ({', '.join(METHODS)}; default auto)")

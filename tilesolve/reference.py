@@ -31,7 +31,7 @@ from .errors import BoundsError, RealizeError
 from .model.evaluate import evaluate, extent_key
 from .model.pipeline import Pipeline
 
-__all__ = ["realize", "evaluate_pipeline", "Buffer"]
+__all__ = ["realize", "evaluate_pipeline", "Buffer", "bind_arguments", "param_value", "output_sizes"]
 
 
 class Buffer:
@@ -83,7 +83,7 @@ class Buffer:
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
-def _bind_arguments(pipeline: Pipeline, kwargs: dict):
+def bind_arguments(pipeline: Pipeline, kwargs: dict):
     """Check ``kwargs`` against the pipeline: ``(images, params)`` dicts."""
     valid = list(pipeline.images) + list(pipeline.params)
     unknown = sorted(set(kwargs) - set(valid))
@@ -117,11 +117,11 @@ def _bind_arguments(pipeline: Pipeline, kwargs: dict):
             v = p.default
         else:
             raise RealizeError(f"realize(): missing param {name!r} ({p.type}), which has no default")
-        params[name] = _param_value(p, v)
+        params[name] = param_value(p, v)
     return images, params
 
 
-def _param_value(p, v):
+def param_value(p, v):
     """A Python number of Param ``p``'s kind, checked."""
     t = p.type
     if isinstance(v, np.generic):
@@ -153,7 +153,7 @@ def _param_value(p, v):
 MAX_POINTS = 2 ** 31 - 1     # per output: coordinates and flat indices are int32
 
 
-def _output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
+def output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
     """Normalize ``sizes`` (a list innermost first, or a dict by output name)."""
     names = pipeline.output_names
     if isinstance(sizes, dict):
@@ -341,8 +341,8 @@ def realize(pipeline: Pipeline, sizes, **inputs_and_params):
     """
     if not isinstance(pipeline, Pipeline):
         raise RealizeError(f"realize(): expected a Pipeline, got {type(pipeline).__name__}")
-    images, params = _bind_arguments(pipeline, inputs_and_params)
-    out_sizes = _output_sizes(pipeline, sizes)
+    images, params = bind_arguments(pipeline, inputs_and_params)
+    out_sizes = output_sizes(pipeline, sizes)
     regions = _required_regions(pipeline, out_sizes, images, params)
     for name, s in out_sizes.items():
         r = regions.get(name) or [(0, v - 1) for v in s]

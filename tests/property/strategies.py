@@ -42,7 +42,8 @@ LUT[VARS[0]] = ts.clamp(VARS[0], *LUT_BOUNDS)
 FUNC_BOUNDS = {"lut": Interval(*LUT_BOUNDS)}
 LET_VAR = ts.Var("w")
 FLOAT_MATH = ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round", "abs",
-              "pow", "atan2")
+              "pow", "atan2", "atan", "asin", "acos", "sinh", "cosh", "tanh", "asinh", "acosh",
+              "atanh", "trunc")
 
 
 # -- data ----------------------------------------------------------------------------
@@ -112,7 +113,7 @@ def exprs(draw, t=int32, depth=4, names=VARS):
         return draw(leaves(t, names))
     sub = lambda tt, n=names: exprs(tt, depth - 1, n)  # noqa: E731
     if t.is_bool():
-        kind = draw(st.sampled_from(["cmp", "cmp", "and", "or", "not", "cast"]))
+        kind = draw(st.sampled_from(["cmp", "cmp", "and", "or", "xor", "not", "cast"]))
         if kind == "cmp":
             tt = draw(st.sampled_from(TYPES))
             op = draw(st.sampled_from(["eq", "ne", "lt", "le", "gt", "ge"]))
@@ -121,12 +122,14 @@ def exprs(draw, t=int32, depth=4, names=VARS):
             return E.binop(op, a, b)
         if kind in ("and", "or"):
             return E.logical(kind, draw(sub(bool_)), draw(sub(bool_)))
+        if kind == "xor":
+            return draw(sub(bool_)) ^ draw(sub(bool_))
         if kind == "not":
             return ~draw(sub(bool_))
         return ts.cast(bool_, draw(sub(draw(st.sampled_from(TYPES)))))
     kinds = ["add", "sub", "mul", "div", "mod", "min", "max", "select", "cast", "call", "near",
              "near"]
-    kinds += ["math", "math"] if t.is_float() else ["abs"]
+    kinds += ["math", "math"] if t.is_float() else ["abs", "bits", "shift", "invert"]
     if t == int32:
         kinds += ["let", "lut"]
     kind = draw(st.sampled_from(kinds))
@@ -150,7 +153,14 @@ def exprs(draw, t=int32, depth=4, names=VARS):
     if kind == "lut":
         return LUT[draw(sub(int32))]
     if kind == "abs":
-        return ts.abs(draw(sub(t)))
+        return ts.cast(t, ts.abs(draw(sub(t))))
+    if kind == "bits":
+        return E.BinOp(draw(st.sampled_from(E.BIT_OPS[:3])), draw(sub(t)), draw(sub(t)))
+    if kind == "shift":       # any amount: negative and wide amounts have defined results
+        amount = draw(st.one_of(sub(t), st.integers(-2 * t.bits, 2 * t.bits)))
+        return (E.shift(draw(st.sampled_from(["shl", "shr"])), draw(sub(t)), amount))
+    if kind == "invert":
+        return ~draw(sub(t))
     if kind == "let":
         value = draw(sub(int32))
         body = draw(exprs(t, depth - 1, names + (LET_VAR,)))
@@ -265,7 +275,7 @@ def int32_overflows(e, env, call=call_hook) -> bool:
 X, Y = ts.Var("x"), ts.Var("y")
 UNSAFE_KINDS = ("lookup_unclamped", "update_param")
 STAGE_KINDS = ("pointwise", "stencil", "down", "up", "reduce", "hist", "scan", "lookup",
-               "select", "update_const")
+               "select", "update_const", "bits")
 
 
 class Case:
@@ -361,6 +371,9 @@ def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS, min_images=1):
             f[vs] = _conv(p[vs], t)
             site = (r.x + shift,) + rest
             f[site] = f[site] + E.Const(t, 1)
+        elif kind == "bits":                   # integer bit operations of two stages
+            a, b = ts.cast(int32, p[vs]), ts.cast(int32, q[vs])
+            f[vs] = _conv(((a ^ (b << 3)) & 0x7fff) | (~a >> draw(st.integers(-3, 40))), t)
         elif kind == "select":
             f[vs] = ts.select(X > 1, _conv(p[(X - 1,) + rest], t), _conv(q[(X + 2,) + rest], t))
         else:  # update_const: f[c] += 1, or f[c] = q[...] (the old value is not read)

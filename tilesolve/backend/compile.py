@@ -149,19 +149,3 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
     kernel = NativeKernel(generated, tgt, cache, unroll=unroll)
     seconds = time.perf_counter() - t0
     return CompiledPipeline(pipeline, schedule, lowered, generated, kernel, num_threads, seconds)
-
-
-def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
-                   time_limit: float = 10.0, seed: int = 0, **options):
-    """``ts.solve_schedule``: ``tilesolve.solver.solve_schedule`` with lowering's check
-    of GPU schedules (a producer whose per-block buffer has no constant size is
-    computed at root instead), so the schedule returned for a GPU spec lowers."""
-    from ..solver import solve_schedule as solve
-    if "verify" not in options:
-        options["verify"] = _lowers_for_cuda
-    return solve(pipeline, hw_spec, estimates, method, time_limit, seed, **options)
-
-
-def _lowers_for_cuda(pipeline, schedule) -> None:
-    from .cuda import lower_cuda
-    lower_cuda(pipeline, schedule)

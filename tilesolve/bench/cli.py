@@ -19,14 +19,14 @@ from ..tune.progress import Progress
 from . import methods as M
 from .runner import SIZES, BenchOptions, app_names, run_bench
 
-__all__ = ["add_bench_arguments", "main_bench"]
+__all__ = ["add_bench_arguments", "main_bench", "positive_int"]
 
 
 def _list(text: str) -> list:
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
@@ -67,7 +67,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", choices=SIZES, default="small",
                    help="run size: the app's SMALL_SIZE or PAPER_SIZE (default: small); "
                         "verification is always at the small size")
-    p.add_argument("--repeat", type=_positive_int, default=7, metavar="N",
+    p.add_argument("--repeat", type=positive_int, default=7, metavar="N",
                    help="timing rounds: each runs every row of an app twice and times the second (default: 7)")
     p.add_argument("--time-limit", type=_positive_float, default=None, metavar="S",
                    help="time limit in seconds for each solver call")
@@ -86,7 +86,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="FILE", help="write the records as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the records as CSV")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
-    p.add_argument("--dask", type=_positive_int, default=None, metavar="N",
+    p.add_argument("--dask", type=positive_int, default=None, metavar="N",
                    help="instead: scaling of chunked runs on a Dask LocalCluster of 1..N "
                         "one-thread workers at 4x the paper's image area (default app: blur; "
                         "needs `pip install tilesolve[dask]`)")

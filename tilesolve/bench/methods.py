@@ -19,6 +19,8 @@ from __future__ import annotations
 import importlib
 import time
 
+from ..tune.autotune import autotune
+
 __all__ = ["ALL_METHODS", "SOLVER_METHODS", "TUNE_METHODS", "VALID_METHODS", "method_status",
            "naive_schedule", "solve"]
 
@@ -63,7 +65,7 @@ def method_status(name: str) -> tuple[bool, str]:
     if name == "autotune":
         why = _missing("tilesolve.tune.autotune", "autotune")
         return (why is None), (f"autotune unavailable: {why}" if why else "")
-    why = _missing("tilesolve.solver", "solve_schedule")
+    why = _missing("tilesolve.driver", "solve_schedule")
     if why:
         return False, f"solver unavailable: {why}"
     solver = importlib.import_module("tilesolve.solver")
@@ -116,7 +118,6 @@ def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = N
         sched = naive_schedule(pipe)
         return sched, time.perf_counter() - t0, None
     if method == "autotune":
-        from ..tune.autotune import autotune
         res = autotune(pipe, spec, estimates, budget_s=tune_budget or DEFAULT_TUNE_BUDGET,
                        progress=tune_progress, inputs=inputs, seed=seed)
         sched = res.schedule
@@ -124,7 +125,7 @@ def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = N
             extra={**sched.provenance.extra, "tune_summary": res.summary()}) if hasattr(
             sched.provenance, "extra") else dict(sched.provenance, tune_summary=res.summary())
         return sched, time.perf_counter() - t0, res.best.predicted_cost
-    from ..backend.compile import solve_schedule      # with lowering's GPU check
+    from ..driver import solve_schedule
     kwargs = {"estimates": estimates, "method": method, "seed": seed}
     if time_limit is not None:
         kwargs["time_limit"] = time_limit

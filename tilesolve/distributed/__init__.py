@@ -7,7 +7,13 @@
 
 Needs the optional extra ``pip install 'tilesolve[dask]'`` (Dask is imported only when a
 graph is built).  See docs/distributed.md.
+
+Importing this package gives the CPU backend's ``CompiledPipeline`` the method
+``compiled.to_dask(sizes, chunks, **inputs)``, the same call as :func:`to_dask`
+(``tilesolve.driver``, behind ``ts.compile``, imports it: the backend never imports
+this package).
 """
+from ..backend.cpu.compiled import CompiledPipeline
 from .api import chunk_plan, chunk_regions, to_dask, warm_up  # noqa: F401
 from .store import store  # noqa: F401
 from .worker import process_stats  # noqa: F401
@@ -18,7 +24,7 @@ __all__ = ["to_dask", "store", "warm_up", "chunk_regions", "chunk_plan", "proces
 def attach(cls) -> None:
     """Give ``cls`` (a compiled-pipeline class of another backend) the method
     ``to_dask(sizes, chunks=None, **inputs)`` that calls :func:`to_dask`, unless it has one
-    already (the CPU backend's ``CompiledPipeline`` defines it)."""
+    already."""
     if hasattr(cls, "to_dask"):
         return
 
@@ -26,4 +32,8 @@ def attach(cls) -> None:
         return to_dask(self, sizes, chunks, **kw)
     method.__doc__ = to_dask.__doc__
     method.__name__ = "to_dask"
+    method.__qualname__ = f"{cls.__name__}.to_dask"
     cls.to_dask = method
+
+
+attach(CompiledPipeline)

@@ -23,11 +23,12 @@ import numpy as np
 
 from ..analysis.intervals import required_regions
 from ..errors import ChunkingError, ChunkingWarning, RealizeError
-from ..reference import _output_sizes, _param_value
+from ..reference import output_sizes, param_value
 from .chunking import auto_chunks
 from .graph import BoxGraph, InGraphArray, block_boxes
 from .plan import ChunkPlan
 from .reduce import overreads, plan_reduction, tile_params
+from .worker import ShippedPipeline, combine, compiled_for, process_stats
 
 __all__ = ["to_dask", "chunk_regions", "chunk_plan", "warm_up"]
 
@@ -84,7 +85,7 @@ def _bind(pipeline, kwargs, da):
         images[name] = arr
     for name, p in pipeline.params.items():
         if name in kwargs:
-            params[name] = _param_value(p, kwargs[name])
+            params[name] = param_value(p, kwargs[name])
         elif p.default is not None:
             params[name] = p.default
         else:
@@ -133,7 +134,7 @@ def _prepare(compiled, sizes, chunks, num_threads, inputs_and_params):
     da, tokenize, HighLevelGraph = _dask()
     pipe = compiled.pipeline
     images, params = _bind(pipe, inputs_and_params, da)
-    out_sizes = _output_sizes(pipe, sizes)
+    out_sizes = output_sizes(pipe, sizes)
     firsts = list(out_sizes.values())
     if any(s != firsts[0] for s in firsts):
         raise ChunkingError(f"to_dask(): the outputs {', '.join(out_sizes)} have different "
@@ -177,7 +178,6 @@ def warm_up(client, *arrays) -> dict:
     """Compile, on every worker of ``client``, each pipeline the graphs of ``arrays``
     (from :func:`to_dask`) will run, so that timings and memory measured afterwards
     exclude compilation.  Returns worker address -> the pipelines it holds."""
-    from .worker import process_stats
     shipped: dict = {}
     for arr in arrays:
         for v in dict(arr.__dask_graph__()).values():
@@ -190,7 +190,6 @@ def warm_up(client, *arrays) -> dict:
 def _find_shipped(node, found: dict, depth: int = 0) -> None:
     """Add every ShippedPipeline inside one graph value (a task tuple, or Dask's Task
     and DataNode objects: each task carries its pipeline as an argument) to ``found``."""
-    from .worker import ShippedPipeline
     if isinstance(node, ShippedPipeline):
         found[node.key] = node
     elif depth < 3:
@@ -205,7 +204,6 @@ def _find_shipped(node, found: dict, depth: int = 0) -> None:
 
 
 def _compile_only(shipped) -> str:
-    from .worker import compiled_for
     compiled_for(shipped)            # the CompiledPipeline stays here: it holds ctypes
     return shipped.key
 
@@ -305,7 +303,6 @@ class _Job:
 
     def _tree(self, red):
         """Partial results per RDom tile, combined by a tree: (final key, numpy shape)."""
-        from .worker import combine
         plan = self._plan(outputs=(red.func,), as_images=dict(self.as_images),
                           tile=(red.func, red.update, red.op))
         g = BoxGraph(plan, self._dask_sources(plan), self.extents, self.params,

@@ -42,6 +42,9 @@ import time
 
 import numpy as np
 
+from ..apps import get_app
+from ..backend.compile import compile as ts_compile
+
 __all__ = ["run_dask_bench", "main_dask", "format_records", "TASKS", "LAYOUTS"]
 
 TASKS = 16           # input chunks per image: 8 per worker at N = 2
@@ -110,14 +113,12 @@ class Discard:
 
 
 def _app_case(name: str, scale: float, seed: int):
-    import tilesolve as ts
-    from ..apps import get_app
     app = get_app(name)
     sizes = _scaled(list(app.PAPER_SIZE), scale)
     pipe, _ = app.build(sizes)
     sched = app.hand_schedule(pipe) if hasattr(app, "hand_schedule") else None
     inputs = app.make_inputs(sizes, seed=seed)
-    return ts, pipe, sched, sizes, inputs
+    return pipe, sched, sizes, inputs
 
 
 def _per_process(stats: dict) -> dict:
@@ -146,7 +147,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
     log = log or (lambda s: None)
     records = []
     for name in apps or ["blur"]:
-        ts, pipe, sched, sizes, inputs = _app_case(name, scale, seed)
+        pipe, sched, sizes, inputs = _app_case(name, scale, seed)
         shape = tuple(reversed(sizes))
         plane = sizes[0] * sizes[1]
         pixels_per_chunk = chunk_pixels or max(512 * 512, plane // TASKS)
@@ -156,7 +157,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
         log(f"{name}: sizes {sizes}, layout {layout}, output chunks {chunks or 'auto'}")
         baseline, baseline_cpu = {}, {}
         for k in range(1, n_workers + 1):
-            fast = ts.compile(pipe, sched, num_threads=k)
+            fast = ts_compile(pipe, sched, num_threads=k)
             fast.realize(sizes, **inputs)
             best = best_cpu = float("inf")
             for _ in range(repeat):
@@ -165,7 +166,7 @@ def run_dask_bench(n_workers: int, apps=None, *, scale: float = 4.0, repeat: int
                 best = min(best, time.perf_counter() - t)
                 best_cpu = min(best_cpu, time.process_time() - c)
             baseline[k], baseline_cpu[k] = best, best_cpu
-        fast1 = ts.compile(pipe, sched, num_threads=1)
+        fast1 = ts_compile(pipe, sched, num_threads=1)
         for k in range(1, n_workers + 1):
             cluster = distributed.LocalCluster(n_workers=k, threads_per_worker=1,
                                                processes=processes, dashboard_address=None,

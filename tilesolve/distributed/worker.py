@@ -16,7 +16,10 @@ import time
 
 import numpy as np
 
+from ..backend.compile import compile as ts_compile
+from ..model.schedule import Schedule
 from .buffers import OutputPool
+from .serialize import decode, encode
 
 __all__ = ["ShippedPipeline", "compiled_for", "run_box", "cut_strips", "band_pieces",
            "pieces_used", "assemble", "combine", "process_stats", "start_memory_sampler",
@@ -35,7 +38,6 @@ class ShippedPipeline:
     __slots__ = ("blob", "key", "name")
 
     def __init__(self, pipeline, schedule, num_threads: int = 1):
-        from .serialize import encode
         sched = None if schedule is None else schedule.to_json()
         self.blob = pickle.dumps((encode(pipeline), sched, int(num_threads)), protocol=4)
         self.key = hashlib.sha256(self.blob).hexdigest()[:24]
@@ -53,9 +55,6 @@ class ShippedPipeline:
     def build(self, checked: bool = False):
         """Decode and compile (no memo; see :func:`compiled_for`).  ``checked``: a checked
         build, whose every load and store is tested against its buffer (for tests)."""
-        from ..backend.compile import compile as ts_compile
-        from ..model.schedule import Schedule
-        from .serialize import decode
         enc, sched, nthreads = pickle.loads(self.blob)
         pipe = decode(enc)
         schedule = None if sched is None else Schedule.from_json(sched, pipe)

@@ -1,4 +1,7 @@
-"""``solve_schedule(pipeline, hw_spec, estimates=None, method="auto", ...)``.
+"""``solve(pipeline, hw_spec, estimates=None, method="auto", ...)``: the chosen
+groups and tilings (a :class:`Solution`), which ``Solution.schedule()`` turns into a
+Schedule.  ``ts.solve_schedule`` (``tilesolve/driver.py``) calls it, then checks a GPU
+schedule with lowering, which sits to the solver's right.
 
 Methods (all share ``Problem`` preprocessing, the inlining trials of
 ``inline_refine`` after a greedy grouping, and ``CostModel``):
@@ -12,7 +15,7 @@ Methods (all share ``Problem`` preprocessing, the inlining trials of
   together (the ILP gets up to 60% of it), returning the answer with the
   lower predicted cost; ``provenance.candidates`` records both.
 
-The returned Schedule's ``provenance`` is a typed ``solver.provenance.Provenance``
+The Schedule's ``provenance`` is a typed ``solver.provenance.Provenance``
 (method, predicted cost, solve time, any fallback taken, each group's cost
 split); the Schedule prints as the code a user would write.
 Same inputs give the same schedule.
@@ -20,8 +23,9 @@ Same inputs give the same schedule.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
-from ..errors import ScheduleError, SolverError
+from ..errors import SolverError
 from .cost import CostModel
 from .inline_refine import refine_inlining
 from .problem import Problem
@@ -89,19 +93,30 @@ def _check_arguments(pipeline, estimates, method, time_limit, seed, options) -> 
                           f"{method!r}); {takes}")
 
 
-def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
-                   time_limit: float = 10.0, seed: int = 0, *, verify=None, **options):
-    """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a
-    spec name or a YAML path).  ``estimates`` maps output and input names to
-    sizes (innermost first); input sizes are inferred from the outputs where
-    possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
-    ``memory_budget_bytes=...`` for the ILP).
+class Solution(NamedTuple):
+    """What :func:`solve` chose: ``columns`` (group, tiling, cost) of ``problem``."""
+    problem: Problem
+    columns: list
+    provenance: Provenance
 
-    ``verify(pipeline, schedule)``, for GPU specs, raises ``ScheduleError`` with
-    ``.func`` set when that Func's per-block buffer has no constant size; the Func
-    (and the group members it reads) is then computed at root, in a kernel of its
-    own, and the schedule checked again.  ``ts.solve_schedule`` passes lowering's
-    check (the solver cannot import lowering: it sits to its right)."""
+    def schedule(self, at_root=frozenset()):
+        """The Schedule of the chosen columns; on a GPU spec the Funcs in ``at_root``
+        are computed at root, in kernels of their own."""
+        return schedule_from_columns(self.problem, self.columns, self.provenance,
+                                     at_root=at_root)
+
+    def with_root(self, at_root: set, name: str) -> set:
+        """``at_root`` plus ``name`` and the members of its group that it reads."""
+        return at_root | in_group_callees(self.problem, self.columns, name)
+
+
+def solve(pipeline, hw_spec, estimates=None, method: str = "auto",
+          time_limit: float = 10.0, seed: int = 0, **options) -> Solution:
+    """Solve for the groups and tilings of ``pipeline`` on ``hw_spec`` (a
+    HardwareSpec, a spec name or a YAML path).  ``estimates`` maps output and
+    input names to sizes (innermost first); input sizes are inferred from the
+    outputs where possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
+    ``memory_budget_bytes=...`` for the ILP)."""
     _check_arguments(pipeline, estimates, method, time_limit, seed, options)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
@@ -124,26 +139,7 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
                               f"the package {e.name or e}, which does not import: {e}; install "
                               "it, or use method='greedy' or 'beam'") from None
     prov = prov.replace(solve_time=round(time.perf_counter() - t0, 4), spec=spec.name)
-    return verified_schedule(pipeline, problem, columns, prov, verify)
-
-
-def verified_schedule(pipeline, problem, columns, prov, verify=None):
-    """The schedule of ``columns``; on a GPU spec, with each Func that ``verify``
-    names (``ScheduleError.func``: its per-block buffer has no constant size) and
-    the group members it reads computed at root, until ``verify`` passes."""
-    at_root: set = set()
-    for _ in range(len(problem.funcs) + 1):
-        sched = schedule_from_columns(problem, columns, prov, at_root=at_root)
-        if verify is None or not problem.spec.is_gpu:
-            return sched
-        try:
-            verify(pipeline, sched)
-            return sched
-        except ScheduleError as e:
-            if e.func is None or e.func in at_root or e.func not in problem.funcs:
-                raise
-            at_root |= in_group_callees(problem, columns, e.func)
-    return sched
+    return Solution(problem, columns, prov)
 
 
 def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
@@ -169,4 +165,4 @@ def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
                               cost_evaluations=model.evaluations)
 
 
-__all__ = ["solve_schedule", "available_methods", "Problem", "CostModel", "METHODS"]
+__all__ = ["solve", "Solution", "available_methods", "Problem", "CostModel", "METHODS"]

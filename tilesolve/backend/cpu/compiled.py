@@ -119,9 +119,9 @@ class CompiledPipeline:
         ``reference.realize``.  Returns one array, or a tuple in output order, each of shape
         ``reversed(sizes)``; with ``out=`` (an array, or a sequence in output order) the
         results are written there and the same arrays are returned."""
-        from ...reference import _bind_arguments, _output_sizes
-        images, params = _bind_arguments(self.pipeline, inputs_and_params)
-        out_sizes = _output_sizes(self.pipeline, sizes)
+        from ...reference import bind_arguments, output_sizes
+        images, params = bind_arguments(self.pipeline, inputs_and_params)
+        out_sizes = output_sizes(self.pipeline, sizes)
         outputs = self._outputs(out_sizes, out)
         images = {n: self._input_view(n, a, outputs) for n, a in images.items()}
         arrays = {**images, **outputs}
@@ -151,13 +151,6 @@ class CompiledPipeline:
             raise RealizeError(f"{self.lowered.name}: the compiled code returned error {rc}")
         res = tuple(outputs[n] for n in self.pipeline.output_names)
         return res[0] if len(res) == 1 else res
-
-    def to_dask(self, sizes, chunks=None, *, num_threads: int = 1, **inputs_and_params):
-        """The outputs over ``sizes`` as lazy Dask arrays, one task per chunk (numpy or
-        Dask inputs, e.g. ``da.from_zarr``); see :func:`tilesolve.distributed.to_dask`.
-        Needs the ``dask`` extra."""
-        from ...distributed import to_dask       # optional dependency: imported on use
-        return to_dask(self, sizes, chunks, num_threads=num_threads, **inputs_and_params)
 
     def _outputs(self, out_sizes: dict, out) -> dict:
         names = self.pipeline.output_names

@@ -1,0 +1,53 @@
+"""Where the phases are driven from: ``ts.solve_schedule`` and ``ts.compile``.
+
+    model -> analysis -> solver -> lower -> backend
+
+Each phase imports only from the phases to its left, so none of them calls one to
+its right; this module sits above them all.  ``solve_schedule`` runs the solver,
+then, for a GPU spec, lowers the schedule: a producer whose per-block buffer has no
+constant size (``ScheduleError.func``) is computed at root instead, with the members
+of its group that it reads, and the schedule is lowered again.  ``compile`` is the
+backend's (lower, generate, JIT).  Importing this module imports
+``tilesolve.distributed``, which gives compiled pipelines their ``to_dask`` method.
+"""
+from __future__ import annotations
+
+from . import distributed  # noqa: F401  (CompiledPipeline.to_dask)
+from .backend.compile import compile  # noqa: A004  (ts.compile)
+from .backend.cuda import lower_cuda
+from .errors import ScheduleError
+from .solver import Solution, solve
+
+__all__ = ["solve_schedule", "compile", "lowerable_schedule"]
+
+
+def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
+                   time_limit: float = 10.0, seed: int = 0, **options):
+    """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a spec
+    name or a YAML path).  ``estimates`` maps output and input names to sizes
+    (innermost first); input sizes are inferred from the outputs where possible.
+    ``options`` go to the method (e.g. ``solver="pulp"``, ``memory_budget_bytes=...``
+    for the ILP).  The schedule returned for a GPU spec lowers (see the module's
+    docstring)."""
+    solution = solve(pipeline, hw_spec, estimates, method, time_limit, seed, **options)
+    return lowerable_schedule(pipeline, solution)
+
+
+def lowerable_schedule(pipeline, solution: Solution):
+    """The schedule of ``solution``; on a GPU spec, with each Func whose per-block
+    buffer has no constant size (and the group members it reads) computed at root,
+    until lowering accepts it."""
+    problem = solution.problem
+    at_root: set = set()
+    for _ in range(len(problem.funcs) + 1):
+        sched = solution.schedule(at_root)
+        if not problem.spec.is_gpu:
+            return sched
+        try:
+            lower_cuda(pipeline, sched)
+            return sched
+        except ScheduleError as e:
+            if e.func is None or e.func in at_root or e.func not in problem.funcs:
+                raise
+            at_root = solution.with_root(at_root, e.func)
+    return sched
