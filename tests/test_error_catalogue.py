@@ -195,11 +195,28 @@ def test_rdom_misuse():
         f[x] = r.x
 
 
-def test_update_before_pure_definition():
-    f = ts.Func("f_no_pure")
+def test_reading_a_func_before_its_definition():
+    f, g = ts.Func("f_no_pure"), ts.Func("g_reads")
     with pytest.raises(PipelineError, match=r"Func f_no_pure is called but never defined; give "
                                             r"it a pure definition first"):
-        f[x] += 1
+        g[x] = f[x] + 1
+
+
+def test_implicit_update_with_a_var_twice():
+    f = ts.Func("f_implicit_xx")
+    with pytest.raises(PipelineError, match=r"f_implicit_xx: an update of a Func with no pure "
+                                            r"definition uses one Var at two positions"):
+        f[x, x] += 1
+
+
+def test_bit_operation_on_a_float():
+    with pytest.raises(PipelineError, match=r"'\^' needs integer .* of type float32"):
+        ts.cast(ts.float32, x) ^ 1
+
+
+def test_shift_of_a_bool():
+    with pytest.raises(PipelineError, match=r"'<<' needs integer .* of type bool"):
+        (x > 1) << 1
 
 
 def test_var_twice_in_pure_definition():

@@ -229,12 +229,21 @@ def test_pipeline_finds_params_in_rdoms_and_update_sites():
     assert p.producers("h_sites") == ["lut"]
 
 
-def test_pipeline_rejects_duplicate_names():
+def test_pipeline_makes_duplicate_names_unique():
+    """A helper that builds a Func of one name, called twice: the Func reached first
+    from the outputs keeps the name, the other becomes dup_2 (Halide's names are unique
+    too), and the pipeline computes what was written."""
     f1, f2 = ts.Func("dup"), ts.Func("dup")
     f1[x] = x
     f2[x] = f1[x] + 1
-    with pytest.raises(PipelineError, match="two different Funcs are named 'dup'"):
-        ts.Pipeline(f2)
+    p = ts.Pipeline(f2)
+    assert (f2.name, f1.name) == ("dup", "dup_2") and p.order() == ["dup_2", "dup"]
+    assert ts.reference.realize(p, [3]).tolist() == [1, 2, 3]
+    g = ts.Func("dup_2")                 # a user's own name is never taken
+    g[x] = f2[x] * 2
+    p = ts.Pipeline(g)
+    assert g.name == "dup_2" and f1.name == "dup_2_2"
+    assert ts.reference.realize(p, [3]).tolist() == [2, 4, 6]
 
 
 # -- boundary conditions ------------------------------------------------------------------
@@ -308,3 +317,52 @@ def _func_of(e):
     f = ts.Func("fe")
     f[ts.Var("x")] = e
     return f
+
+
+def test_an_update_of_an_undefined_func_starts_from_the_identity():
+    """``f[...] += e`` with no pure definition: f is 0 everywhere first (1 for *= and
+    /=), in the type of e, as in Halide; reading an undefined Func is still an error."""
+    inp = ts.ImageParam(ts.uint8, 1, "img8")
+    r = ts.RDom((0, 10))
+    h = ts.Func("h_implicit")
+    h[ts.cast(ts.int32, inp[r.x]) % 4] += 1
+    assert h.type == ts.int32 and str(h.pure.value) == "0"
+    data = np.arange(10, dtype=np.uint8)
+    pipe = ts.Pipeline(h)
+    want = np.bincount(data % 4, minlength=4)
+    np.testing.assert_array_equal(ts.reference.realize(pipe, [4], img8=data), want)
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {"h_implicit": [4], "img8": [10]},
+                          method="greedy")
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([4], img8=data), want)
+    g = ts.Func("g_implicit")
+    g[x, r.x] *= 2.0
+    assert g.args[0] is x and g.type == ts.float32 and str(g.pure.value) == "1.0"
+    u, k = ts.Func("u_undefined"), ts.Func("k_user")
+    with pytest.raises(PipelineError, match="u_undefined is called but never defined"):
+        k[x] = u[x] + 1
+    with pytest.raises(PipelineError, match="u_undefined is called but never defined"):
+        k[x] = ts.sqrt(u[x])
+
+
+def test_params_take_estimates():
+    """A Param with no default that sizes an RDom: the solver takes its value from
+    ``estimates={name: value}`` or ``set_estimate``, and says so when it has neither."""
+    from tilesolve.errors import SolverError
+    inp = ts.ImageParam(ts.float32, 1, "inp_pe")
+    n = ts.Param(ts.int32, "taps_pe")
+    r = ts.RDom((0, n))
+    f = ts.Func("f_pe")
+    f[x] = ts.sum(inp[x + r.x])
+    pipe = ts.Pipeline(f)
+    est = {"f_pe": [100], "inp_pe": [110]}
+    with pytest.raises(SolverError, match=r"no default and no estimate: taps_pe.*set_estimate"):
+        ts.solve_schedule(pipe, "xeon-e5-2620v3", est, method="greedy")
+    with pytest.raises(SolverError, match="estimate for Param 'taps_pe' must be one number"):
+        ts.solve_schedule(pipe, "xeon-e5-2620v3", {**est, "taps_pe": [5]}, method="greedy")
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {**est, "taps_pe": 5}, method="greedy")
+    n.set_estimate(7)
+    assert n.estimate == 7 and n.default is None
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", est, method="greedy")
+    data = np.arange(20, dtype=np.float32)
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([10], inp_pe=data, taps_pe=3),
+                                  ts.reference.realize(pipe, [10], inp_pe=data, taps_pe=3))

@@ -30,6 +30,7 @@ OP_SYMBOL = {n: o.symbol for n, o in _ops.OPS.items() if o.symbol is not None}
 MATH_FUNCS = _ops.of_kind("math")
 
 _INTERN: "weakref.WeakValueDictionary[tuple, Expr]" = weakref.WeakValueDictionary()
+_PARAM_ESTIMATES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _key_part(v):
@@ -178,8 +179,9 @@ class RVar(Expr):
         return f"{self.rdom.name}.{'xyzw'[self.index] if self.index < 4 else self.index}"
 
 
-def _param_default(t: Type, name: str, v):
-    """A Param's default as a number of its type; PipelineError if it is not one."""
+def param_value(t: Type, name: str, v):
+    """A Param value (default or estimate) as a number of its type; PipelineError if it
+    is not one."""
     import math
 
     import numpy as np
@@ -219,8 +221,20 @@ class Param(Expr):
                     default = default.item()
                 else:
                     raise PipelineError(f"Param {name}: default must be a number, got {default!r}")
-            default = _param_default(type, name, default)
+            default = param_value(type, name, default)
         return Expr.__new__(cls, type, name, default)
+
+    def set_estimate(self, value) -> "Param":
+        """The value the scheduler assumes for this Param (a default serves as one too;
+        ``estimates={name: value}`` in ``solve_schedule`` overrides both).  Not a value
+        at run time: a Param with no default must still be passed to ``realize``."""
+        _PARAM_ESTIMATES[self] = param_value(self.type, self.name, value)
+        return self
+
+    @property
+    def estimate(self):
+        """The estimate set by ``set_estimate``, else the default (None without both)."""
+        return _PARAM_ESTIMATES.get(self, self.default)
 
 
 class BufferExtent(Expr):

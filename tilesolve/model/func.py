@@ -88,7 +88,8 @@ class Func:
 
     # -- calls -------------------------------------------------------------------
     def __getitem__(self, args) -> E.Call:
-        self._need_defined()
+        if self._pure is None:
+            return _Undefined(self, args if isinstance(args, tuple) else (args,))
         return E.Call(self, index_args(f"Func {self.name}", args, len(self._pure.args)))
 
     def __call__(self, *args) -> E.Call:
@@ -98,6 +99,8 @@ class Func:
     def __setitem__(self, args, value) -> None:
         if not isinstance(args, tuple):
             args = (args,)
+        if isinstance(value, _Implicit):
+            value = value.define(self, args)
         if self._pure is None:
             self._define_pure(args, value)
         else:
@@ -176,3 +179,40 @@ class Func:
             return f"{self.name} (undefined)"
         lines = [f"{self.name}[{', '.join(map(str, d.args))}] = {d.value}" for d in self.definitions()]
         return "\n".join(lines)
+
+
+class _Undefined:
+    """``f[args]`` of a Func with no definition yet: only ``f[args] += e`` (and ``-= *=
+    /=``) may use it, which first defines ``f`` everywhere as the operation's identity
+    (0, or 1 for ``*`` and ``/``) in the type of ``e``, as in Halide."""
+
+    def __init__(self, func: Func, args: tuple):
+        self.func, self.args = func, args
+
+    def _as_expr(self):
+        self.func._need_defined()          # raises: called but never defined
+
+    def __add__(self, e): return _Implicit(self, "add", e)
+    def __sub__(self, e): return _Implicit(self, "sub", e)
+    def __mul__(self, e): return _Implicit(self, "mul", e)
+    def __truediv__(self, e): return _Implicit(self, "div", e)
+
+
+class _Implicit:
+    def __init__(self, ref: _Undefined, op: str, e):
+        self.ref, self.op, self.e = ref, op, E.as_expr(e)
+
+    def _as_expr(self):
+        self.ref._as_expr()
+
+    def define(self, func: Func, args: tuple):
+        """Give ``func`` its implicit pure definition; the update's value."""
+        if func is not self.ref.func or args != self.ref.args or func.defined():
+            self.ref._as_expr()
+        pure = tuple(a if isinstance(a, E.Var) else E.Var(f"_{i}") for i, a in enumerate(args))
+        if len({v.name for v in pure}) != len(pure):
+            raise PipelineError(f"Func {func.name}: an update of a Func with no pure "
+                                "definition uses one Var at two positions")
+        identity = 1 if self.op in ("mul", "div") else 0
+        func._define_pure(pure, E.Const(self.e.type, identity))
+        return E.binop(self.op, func[args], self.e)

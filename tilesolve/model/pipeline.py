@@ -52,12 +52,26 @@ class Pipeline:
         images: dict[str, ImageParam] = {}
         params: dict[str, E.Param] = {}
         graph = nx.DiGraph()
+        claimed: dict[str, Func] = {}
+
+        def claim(f: Func) -> str:
+            """``f``'s name, made unique first: two different Funcs of one name (a helper
+            that builds its Funcs, called twice) become ``name`` and ``name_2``, as Halide
+            makes its names unique.  The first Func reached from the outputs keeps it."""
+            if claimed.get(f.name, f) is not f:
+                k = 2
+                while f"{f.name}_{k}" in claimed:
+                    k += 1
+                f.name = f"{f.name}_{k}"
+            claimed[f.name] = f
+            return f.name
+
+        for o in self.outputs:
+            claim(o)
         stack = list(self.outputs)
         while stack:
             f = stack.pop()
             if f.name in funcs:
-                if funcs[f.name] is not f:
-                    raise PipelineError(f"two different Funcs are named {f.name!r}; names must be unique")
                 continue
             f._need_defined()
             funcs[f.name] = f
@@ -75,7 +89,7 @@ class Pipeline:
                                         f"Func {t.name} has {t.dimensions()} dimensions but {f.name} calls it "
                                         f"with {len(n.args)} arguments")
                                 if t is not f:
-                                    graph.add_edge(t.name, f.name)
+                                    graph.add_edge(claim(t), f.name)
                                     stack.append(t)
                             else:
                                 self._add_image(images, t, f.name)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..analysis.costs import expr_cost
 from ..analysis.intervals import required_regions
-from ..errors import BoundsError, SolverError
+from ..errors import BoundsError, PipelineError, SolverError
 from ..model import expr as E
 from ..model.func import Definition, Func
 from ..model.pipeline import Pipeline
@@ -51,8 +51,7 @@ class Problem:
         self.spec = spec
         self.estimates = normalize_estimates(pipeline, estimates)
         self.param_values = (dict(params) if params is not None else
-                             {n: p.default for n, p in pipeline.params.items()
-                              if p.default is not None})
+                             param_estimates(pipeline, estimates))
         out_sizes = {o: self.estimates[o] for o in pipeline.output_names}
         input_sizes = {n: self.estimates[n] for n in pipeline.images if n in self.estimates}
         try:
@@ -61,6 +60,11 @@ class Problem:
         except BoundsError as e:
             missing = [n for n in pipeline.images if n not in self.estimates]
             hint = f" (estimates are missing for inputs: {', '.join(missing)})" if missing else ""
+            unknown = [n for n in pipeline.params if n not in self.param_values]
+            if unknown:
+                hint += (f" (Params with no default and no estimate: {', '.join(unknown)}; give "
+                         f"each one: estimates={{'{unknown[0]}': value}}, "
+                         f"{unknown[0]}.set_estimate(value) or a default)")
             raise SolverError(f"cannot infer concrete bounds from the estimates{hint}: {e}") from e
         self.regions = {n: _box_bounds(b) for n, b in regions.items()}
         if inlined is None:
@@ -388,13 +392,36 @@ class UpdateInfo:
     chain: tuple = (0.0, 0.0)  # register_block.accumulation_chain: (latency, issue) a step
 
 
+def param_estimates(pipeline: Pipeline, estimates) -> dict:
+    """Param name -> the value the analysis assumes: ``estimates[name]``, else the Param's
+    estimate (``set_estimate``), else its default; Params with none are left out."""
+    out = {n: p.estimate for n, p in pipeline.params.items() if p.estimate is not None}
+    for k, v in (estimates or {}).items():
+        if k in pipeline.params:
+            out[k] = v
+    return out
+
+
 def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
-    """Check estimates: every output needs sizes; inputs are inferred when possible."""
+    """Check estimates: every output needs sizes; inputs are inferred when possible.
+    Estimates of Params (one number each) are checked and left out of the result (see
+    ``param_estimates``)."""
     estimates = dict(estimates or {})
     for k, v in list(estimates.items()):
+        if k in pipeline.params:
+            p = pipeline.params[k]
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise SolverError(f"estimate for Param {k!r} must be one number, got {v!r}")
+            try:
+                E.param_value(p.type, k, v)             # the checks of a Param's default
+            except PipelineError as e:
+                raise SolverError(f"estimate for Param {k!r}: {e}") from None
+            del estimates[k]
+            continue
         if k not in pipeline.funcs and k not in pipeline.images:
             raise SolverError(f"estimate for unknown name {k!r}; outputs: "
-                              f"{list(pipeline.output_names)}, inputs: {list(pipeline.images)}")
+                              f"{list(pipeline.output_names)}, inputs: {list(pipeline.images)}, "
+                              f"params: {list(pipeline.params)}")
         if not isinstance(v, (list, tuple, np.ndarray)) or not all(
                 isinstance(s, numbers.Integral) and not isinstance(s, bool)
                 or isinstance(s, float) and s.is_integer() for s in v):

@@ -156,7 +156,7 @@ def _rdom_scope(rdom, scope, fname) -> dict:
             raise BoundsError(
                 f"Func {fname}: the bounds of RDom {rdom.name} (dimension {i}: min {mn}, "
                 f"extent {ext}) are not known; they need {', '.join(missing) or 'values'} "
-                "(pass input_sizes=... or params=...)")
+                "(a Param's default or estimate, an input's size)")
         out[rdom[i].name] = Interval(lo.lo, lo.lo + n.lo - 1)
     return out
 
