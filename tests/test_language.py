@@ -280,11 +280,9 @@ def test_constant_exterior_definition():
     assert seen[0].min() >= 0 and seen[0].max() <= 3     # reads stay inside the input
 
 
-def test_boundary_needs_an_imageparam():
-    f = ts.Func("notimg")
-    f[x] = x
-    with pytest.raises(PipelineError, match="boundary conditions apply to an ImageParam"):
-        ts.boundary.repeat_edge(f)
+def test_boundary_needs_an_imageparam_or_a_func():
+    with pytest.raises(PipelineError, match="applies to an ImageParam or a Func, got 3"):
+        ts.boundary.repeat_edge(3)
 
 
 def test_invert_of_an_integer_is_its_bitwise_complement_everywhere():
@@ -366,3 +364,46 @@ def test_params_take_estimates():
     data = np.arange(20, dtype=np.float32)
     np.testing.assert_array_equal(ts.compile(pipe, s).realize([10], inp_pe=data, taps_pe=3),
                                   ts.reference.realize(pipe, [10], inp_pe=data, taps_pe=3))
+
+
+@pytest.mark.parametrize("kind", ["repeat_edge", "mirror_image", "mirror_interior",
+                                  "constant_exterior"])
+def test_boundary_conditions_on_a_func_with_bounds_on_some_dimensions(kind):
+    """``bc(f, [(min, extent), None])``: x is kept inside [1, 1 + W) (a Param), y is not
+    touched; the compiled result equals the reference and an index written out by hand."""
+    xx, yy = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "inp_bc")
+    g = ts.Func("g_bc")
+    g[xx, yy] = inp[xx, yy] * 2
+    w = ts.Param(ts.int32, "w_bc", 5)
+    bc = getattr(ts.boundary, kind)
+    args = (9.0,) if kind == "constant_exterior" else ()
+    b = bc(g, *args, [(1, w), None])
+    o = ts.Func("o_bc")
+    o[xx, yy] = b[xx - 3, yy] + b[xx + 4, yy]
+    pipe = ts.Pipeline(o)
+    img = np.random.default_rng(0).random((4, 12), dtype=np.float32)
+    ref = ts.reference.realize(pipe, [6, 4], inp_bc=img)
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {"o_bc": [6, 4], "inp_bc": [12, 4]},
+                          method="greedy")
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([6, 4], inp_bc=img), ref)
+    xs = np.arange(6)
+    if kind == "repeat_edge":
+        left, right = np.clip(xs - 3, 1, 5), np.clip(xs + 4, 1, 5)
+        np.testing.assert_array_equal(ref, 2 * img[:, left] + 2 * img[:, right])
+    if kind == "constant_exterior":
+        inside = lambda v: (v >= 1) & (v < 6)                     # noqa: E731
+        col = lambda v: np.where(inside(v), 2 * img[:, np.clip(v, 1, 5)], 9.0)   # noqa: E731
+        np.testing.assert_array_equal(ref, col(xs - 3) + col(xs + 4))
+
+
+def test_boundary_condition_errors_name_the_source():
+    g = ts.Func("g_bc_err")
+    g[x, y] = x + y
+    with pytest.raises(PipelineError, match="repeat_edge of Func g_bc_err needs bounds"):
+        ts.boundary.repeat_edge(g)
+    with pytest.raises(PipelineError, match="1 bounds for 2 dimensions"):
+        ts.boundary.mirror_image(g, [(0, 4)])
+    inp = ts.ImageParam(ts.uint8, 2, "inp_bc_err")
+    with pytest.raises(PipelineError, match="the name is name="):
+        ts.boundary.repeat_edge(inp, "clamped")
