@@ -187,8 +187,12 @@ def test_rdom_misuse():
     r = ts.RDom((0, 4), name="rmis")
     with pytest.raises(PipelineError, match=r"RDom rmis has 1 dimensions, not 3"):
         r.z
-    with pytest.raises(PipelineError, match=r"RDom rmis.where: predicate uses pure Var x"):
-        r.where(x > 1)
+    r.where(y > 1)                       # a pure Var: the update must have it
+    g = ts.Func("f_where_var")
+    g[x] = 0
+    with pytest.raises(PipelineError, match=r"Func f_where_var: the update uses Var y, which "
+                                            r"is not in its pure definition"):
+        g[x] += r.x
     f = ts.Func("f_rvar_pure")
     with pytest.raises(PipelineError, match=r"Func f_rvar_pure: the pure definition uses RDom "
                                             r"variable rmis.x"):

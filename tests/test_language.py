@@ -407,3 +407,32 @@ def test_boundary_condition_errors_name_the_source():
     inp = ts.ImageParam(ts.uint8, 2, "inp_bc_err")
     with pytest.raises(PipelineError, match="the name is name="):
         ts.boundary.repeat_edge(inp, "clamped")
+
+
+def test_rdom_over_an_input_and_a_where_on_pure_vars():
+    """``RDom(img)`` spans the input's domain; ``r.where(r.x <= x)`` a triangle (a
+    running sum), in the reference and the compiled build (checked)."""
+    xx, yy = ts.Var("x"), ts.Var("y")
+    a = ts.ImageParam(ts.float32, 2, "a_tri")
+    r = ts.RDom(a)
+    assert len(r) == 2 and str(r.extents[0]) == "a_tri.extent(0)"
+    total = ts.Func("total_tri")
+    total[xx] = 0.0
+    total[xx] += a[r.x, r.y] * ts.cast(ts.float32, xx + 1)
+    q = ts.RDom((0, 16), name="q_tri")
+    q.where(q.x <= xx)
+    run = ts.Func("run_tri")
+    run[xx, yy] = 0.0
+    run[xx, yy] += a[q.x, yy]
+    pipe = ts.Pipeline([run, total])
+    img = np.random.default_rng(1).random((5, 16), dtype=np.float32)
+    ref_run, ref_total = ts.reference.realize(pipe, {"run_tri": [16, 5], "total_tri": [3]},
+                                              a_tri=img)
+    np.testing.assert_allclose(ref_run, np.cumsum(img, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(ref_total, img.sum() * np.arange(1, 4), rtol=1e-5)
+    est = {"run_tri": [16, 5], "total_tri": [3], "a_tri": [16, 5]}
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", est, method="greedy")
+    got = ts.compile(pipe, s, checked=True).realize({"run_tri": [16, 5], "total_tri": [3]},
+                                                   a_tri=img)
+    np.testing.assert_array_equal(got[0], ref_run)
+    np.testing.assert_allclose(got[1], ref_total, rtol=1e-5)

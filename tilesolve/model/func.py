@@ -157,6 +157,9 @@ class Func:
             raise PipelineError(f"Func {name}: an update may use one RDom, got "
                                 f"{sorted(r.name for r in rdoms.values())}")
         rdom = next(iter(rdoms.values())) if rdoms else None
+        if rdom is not None:                 # a where() may use the update's pure Vars
+            for p in rdom.predicates:
+                nodes.extend(walk(p))
         # Pure Vars must sit at their pure-definition position on the left side.
         for n in nodes:
             if isinstance(n, E.Var):

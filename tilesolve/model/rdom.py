@@ -1,12 +1,12 @@
 """Reduction domains: ``r = ts.RDom((0, W), (0, H)); r.x, r.y``.
 
 Forms: ``RDom(min, extent)``, ``RDom((min, extent), ...)``, ``RDom([(min, extent), ...])``,
-each with an optional name, by keyword (``name="r"``) or last positional argument as in
+``RDom(img)`` (an ImageParam's whole domain), each with an optional name, by keyword (``name="r"``) or last positional argument as in
 Halide (``RDom([(0, W), (0, H)], "r")``).
 
 Bounds are ``(min, extent)`` pairs and may be Exprs of Params and input
 extents.  ``r.where(pred)`` restricts the domain (points where ``pred`` is
-false are skipped).  An update definition iterates its RDom in lexicographic
+false are skipped); ``pred`` may use the update's pure Vars (a triangular domain).  An update definition iterates its RDom in lexicographic
 order with ``r.x`` innermost (fastest), as in Halide.
 """
 from __future__ import annotations
@@ -29,6 +29,9 @@ class RDom:
             name, ranges = ranges[-1], ranges[:-1]
         if name is not None and (not isinstance(name, str) or not name.strip()):
             raise PipelineError(f"RDom: the name must be a non-empty string, got {name!r}")
+        if len(ranges) == 1 and hasattr(ranges[0], "extent") and hasattr(ranges[0], "dims"):
+            img = ranges[0]                    # RDom(img): over an input's whole domain
+            ranges = tuple((0, img.extent(i)) for i in range(img.dims))
         if len(ranges) == 2 and not any(isinstance(r, (tuple, list)) for r in ranges):
             ranges = (tuple(ranges),)          # RDom(min, extent)
         elif len(ranges) == 1 and isinstance(ranges[0], list):
@@ -95,8 +98,6 @@ class RDom:
         for n in _walk(p):
             if isinstance(n, E.RVar) and n.rdom is not self:
                 raise PipelineError(f"RDom {self.name}.where: predicate uses {n.name} of another RDom")
-            if isinstance(n, E.Var):
-                raise PipelineError(f"RDom {self.name}.where: predicate uses pure Var {n.name}")
         self.predicates = self.predicates + (p,)
         return self
 
