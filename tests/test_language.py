@@ -436,3 +436,35 @@ def test_rdom_over_an_input_and_a_where_on_pure_vars():
                                                    a_tri=img)
     np.testing.assert_array_equal(got[0], ref_run)
     np.testing.assert_allclose(got[1], ref_total, rtol=1e-5)
+
+
+def test_zero_dimensional_funcs():
+    """``s[()] = ...`` and ``s[()] += ...``: one point, read by ``s[()]``; as an output,
+    realized with sizes ``[]`` into a 0-d array."""
+    a = ts.ImageParam(ts.float32, 1, "a_zd")
+    r = ts.RDom(a)
+    total = ts.Func("total_zd")
+    total[()] = 0.0
+    total[()] += a[r.x]
+    peak = ts.Func("peak_zd")
+    peak[()] = ts.maximum(a[r.x])
+    count = ts.Func("count_zd")
+    count[()] += ts.cast(ts.int32, a[r.x] > 2.0)         # implicit zero, zero-dimensional
+    norm = ts.Func("norm_zd")
+    norm[x] = a[x] / total[()] + peak[()]
+    assert total.is_scalar and total.dimensions() == 1 and not norm.is_scalar
+    data = np.arange(1, 6, dtype=np.float32)
+    want = data / data.sum() + data.max()
+    pipe = ts.Pipeline(norm)
+    np.testing.assert_allclose(ts.reference.realize(pipe, [5], a_zd=data), want, rtol=1e-6)
+    for method in ("greedy", "ilp"):
+        s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {"norm_zd": [5], "a_zd": [5]},
+                              method=method)
+        np.testing.assert_allclose(ts.compile(pipe, s).realize([5], a_zd=data), want, rtol=1e-6)
+    both = ts.Pipeline([total, count])
+    ref = ts.reference.realize(both, [], a_zd=data)
+    assert [o.shape for o in ref] == [(), ()] and ref[0] == 15.0 and ref[1] == 3
+    s = ts.solve_schedule(both, "xeon-e5-2620v3", {"total_zd": [], "count_zd": [], "a_zd": [5]},
+                          method="greedy")
+    got = ts.compile(both, s).realize([], a_zd=data)
+    assert [o.shape for o in got] == [(), ()] and got[0] == 15.0 and got[1] == 3

@@ -175,6 +175,8 @@ def output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
                 f"realize(): the sizes of output {n} must be a list of positive ints, innermost "
                 f"first (or a dict output name -> list), got {s!r}")
         s = list(s)
+        if pipeline.func(n).is_scalar and not s:
+            s = [1]                      # a zero-dimensional output: its one point
         dims = pipeline.func(n).dimensions()
         if len(s) != dims:
             raise RealizeError(
@@ -356,4 +358,12 @@ def realize(pipeline: Pipeline, sizes, **inputs_and_params):
         buf = buffers[name]
         sl = tuple(slice(-m, -m + v) for m, v in zip(reversed(buf.mins), reversed(s)))
         outs.append(np.ascontiguousarray(buf.array[sl]))
+    return shaped_outputs(pipeline, outs)
+
+
+def shaped_outputs(pipeline: Pipeline, arrays):
+    """The outputs as ``realize`` returns them: one array or a tuple in output order, a
+    zero-dimensional output as a 0-d array."""
+    outs = [a.reshape(()) if pipeline.func(n).is_scalar else a
+            for n, a in zip(pipeline.output_names, arrays)]
     return outs[0] if len(outs) == 1 else tuple(outs)

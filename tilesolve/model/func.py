@@ -22,6 +22,11 @@ from .rdom import RDom
 from .visit import walk
 
 _names = [0]
+# a zero-dimensional Func (``f[()] = v``) is held as one dimension of extent 1: its pure
+# Var, and the one site its updates and calls name; realize takes ``[]`` as its sizes and
+# gives it back as a 0-d array
+SCALAR_VAR = E.Var("_scalar")
+SCALAR_SITE = E.Const(T.int32, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,7 @@ class Func:
         self.name = name
         self._pure: Definition | None = None
         self._updates: list[Definition] = []
+        self.is_scalar = False       # zero-dimensional: f[()] = ...
 
     # -- introspection ---------------------------------------------------------
     def defined(self) -> bool:
@@ -90,6 +96,8 @@ class Func:
     def __getitem__(self, args) -> E.Call:
         if self._pure is None:
             return _Undefined(self, args if isinstance(args, tuple) else (args,))
+        if self.is_scalar and args == ():
+            args = (SCALAR_SITE,)
         return E.Call(self, index_args(f"Func {self.name}", args, len(self._pure.args)))
 
     def __call__(self, *args) -> E.Call:
@@ -101,6 +109,10 @@ class Func:
             args = (args,)
         if isinstance(value, _Implicit):
             value = value.define(self, args)
+        if args == () and (self._pure is None or self.is_scalar):
+            # zero-dimensional: one point, held as dimension 0 of extent 1 (SCALAR_VAR)
+            args = (SCALAR_VAR,) if self._pure is None else (SCALAR_SITE,)
+            self.is_scalar = True
         if self._pure is None:
             self._define_pure(args, value)
         else:
@@ -217,5 +229,5 @@ class _Implicit:
             raise PipelineError(f"Func {func.name}: an update of a Func with no pure "
                                 "definition uses one Var at two positions")
         identity = 1 if self.op in ("mul", "div") else 0
-        func._define_pure(pure, E.Const(self.e.type, identity))
+        func[pure] = E.Const(self.e.type, identity)
         return E.binop(self.op, func[args], self.e)

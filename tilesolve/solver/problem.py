@@ -428,6 +428,8 @@ def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
             raise SolverError(f"estimate for {k!r} must be a list of int sizes (innermost "
                               f"first), got {v!r}")
         sizes = [int(s) for s in v]
+        if not sizes and k in pipeline.funcs and pipeline.funcs[k].is_scalar:
+            sizes = [1]                  # a zero-dimensional Func: its one point
         if any(s <= 0 for s in sizes):
             raise SolverError(f"estimate for {k!r} has a non-positive size: {sizes}")
         dims = (pipeline.images[k].dims if k in pipeline.images else pipeline.funcs[k].dimensions())

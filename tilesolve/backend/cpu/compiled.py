@@ -119,7 +119,7 @@ class CompiledPipeline:
         ``reference.realize``.  Returns one array, or a tuple in output order, each of shape
         ``reversed(sizes)``; with ``out=`` (an array, or a sequence in output order) the
         results are written there and the same arrays are returned."""
-        from ...reference import bind_arguments, output_sizes
+        from ...reference import bind_arguments, output_sizes, shaped_outputs
         images, params = bind_arguments(self.pipeline, inputs_and_params)
         out_sizes = output_sizes(self.pipeline, sizes)
         outputs = self._outputs(out_sizes, out)
@@ -149,8 +149,7 @@ class CompiledPipeline:
                               "code; the outputs are incomplete")
         if rc != 0:
             raise RealizeError(f"{self.lowered.name}: the compiled code returned error {rc}")
-        res = tuple(outputs[n] for n in self.pipeline.output_names)
-        return res[0] if len(res) == 1 else res
+        return shaped_outputs(self.pipeline, [outputs[n] for n in self.pipeline.output_names])
 
     def _outputs(self, out_sizes: dict, out) -> dict:
         names = self.pipeline.output_names
