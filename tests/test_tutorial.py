@@ -1,0 +1,252 @@
+"""Halide's tutorial, lesson by lesson, written for tilesolve.
+
+Each test is one lesson of Halide's Python tutorial, ported (not copied): the same
+idea, in tilesolve's language, and what the lesson shows checked against numpy.
+Lessons about Halide's own runtime are left out, each with the reason:
+
+- 3 and 4 (tracing and printing from the JIT'd code): tilesolve shows the same things
+  as ``Schedule.loop_nest``, ``compiled.loop_ir()`` and ``profile=True`` (lesson 5
+  prints the loop nest);
+- 6 (realizing over a shifted domain): tilesolve's buffers all start at 0; an output
+  whose minimum is not 0 is computed by shifting its coordinates (shown in lesson 6);
+- 10, 11 and 15 (ahead-of-time compilation, cross-compilation, generators): tilesolve
+  compiles in-process (with a disk cache) for the machine it runs on;
+- 13 (Tuples): Tuple-valued Funcs are not supported yet; the lesson's argmax is written
+  with two Funcs (shown in lesson 13);
+- 18 (parallel associative reductions with rfactor): not supported; the solver
+  vectorizes and parallelizes a reduction's pure dimensions.
+"""
+import numpy as np
+import pytest
+
+import tilesolve as ts
+
+x, y, c = ts.Var("x"), ts.Var("y"), ts.Var("c")
+SPEC = "xeon-e5-2620v3"
+
+
+def test_lesson_01_a_func_over_a_grid():
+    gradient = ts.Func("gradient")
+    gradient[x, y] = x + y
+    out = ts.reference.realize(ts.Pipeline(gradient), [800, 600])
+    assert out.shape == (600, 800) and out.dtype == np.int32
+    yy, xx = np.mgrid[0:600, 0:800]
+    np.testing.assert_array_equal(out, xx + yy)
+
+
+def test_lesson_02_brighten_an_input_image():
+    img = ts.ImageParam(ts.uint8, 3, "img")
+    brighter = ts.Func("brighter")
+    value = ts.cast(ts.float32, img[x, y, c]) * 1.5
+    brighter[x, y, c] = ts.cast(ts.uint8, ts.min(value, 255.0))
+    pipe = ts.Pipeline(brighter)
+    data = np.random.default_rng(0).integers(0, 256, (3, 48, 64), dtype=np.uint8)
+    compiled = ts.compile(pipe, ts.Schedule(pipe))
+    out = compiled.realize([64, 48, 3], img=data)
+    np.testing.assert_array_equal(out, np.minimum(data * np.float32(1.5), 255).astype(np.uint8))
+
+
+def _gradient():
+    g = ts.Func("gradient")
+    g[x, y] = x + y
+    return g, ts.Pipeline(g)
+
+
+@pytest.mark.parametrize("how", ["default", "reorder", "split", "fuse", "tile", "vectorize",
+                                 "unroll", "split_not_dividing", "everything"])
+def test_lesson_05_scheduling_changes_the_order_never_the_result(how):
+    g, pipe = _gradient()
+    s = ts.Schedule(pipe)
+    xo, yo, xi, yi = ts.Var("x_outer"), ts.Var("y_outer"), ts.Var("x_inner"), ts.Var("y_inner")
+    h = s[g]
+    if how == "reorder":
+        h.reorder(y, x)
+    elif how == "split":
+        h.split(x, xo, xi, 2)
+    elif how == "fuse":
+        h.fuse(x, y, ts.Var("fused"))
+    elif how == "tile":
+        h.tile(x, y, xo, yo, xi, yi, 4, 4)
+    elif how == "vectorize":
+        h.vectorize(x, 4)
+    elif how == "unroll":
+        h.split(x, xo, xi, 2).unroll(xi)
+    elif how == "split_not_dividing":          # 7 wide by 3: the last split is shifted in
+        h.split(x, xo, xi, 3)
+    elif how == "everything":
+        h.tile(x, y, xo, yo, xi, yi, 64, 64).fuse(xo, yo, ts.Var("tile")) \
+            .parallel(ts.Var("tile")).split(xi, ts.Var("xio"), ts.Var("xii"), 4) \
+            .vectorize(ts.Var("xii")).unroll(ts.Var("xio"))
+    sizes = [7, 2] if how == "split_not_dividing" else [350, 250]
+    out = ts.compile(pipe, s).realize(sizes)
+    yy, xx = np.mgrid[0:sizes[1], 0:sizes[0]]
+    np.testing.assert_array_equal(out, xx + yy)
+    assert "for" in s.loop_nest(sizes)               # what lesson 3 and 4 printed
+
+
+def test_lesson_06_a_shifted_domain_by_shifting_coordinates():
+    """Halide realizes ``gradient`` over [100, 105) x [50, 57); with buffers starting at
+    0, the same values come from a Func of the shifted coordinates."""
+    g = ts.Func("gradient")
+    g[x, y] = x + y
+    shifted = ts.Func("shifted")
+    shifted[x, y] = g[x + 100, y + 50]
+    pipe = ts.Pipeline(shifted)
+    out = ts.compile(pipe, ts.Schedule(pipe)).realize([5, 7])
+    yy, xx = np.mgrid[50:57, 100:105]
+    np.testing.assert_array_equal(out, xx + yy)
+
+
+def _blur_pipeline():
+    img = ts.ImageParam(ts.uint8, 3, "img")
+    clamped = ts.boundary.repeat_edge(img)
+    wide = ts.Func("input_16")
+    wide[x, y, c] = ts.cast(ts.uint16, clamped[x, y, c])
+    blur_x, blur_y, out = ts.Func("blur_x"), ts.Func("blur_y"), ts.Func("output")
+    blur_x[x, y, c] = wide[x - 1, y, c] + 2 * wide[x, y, c] + wide[x + 1, y, c]
+    blur_y[x, y, c] = blur_x[x, y - 1, c] + 2 * blur_x[x, y, c] + blur_x[x, y + 1, c]
+    out[x, y, c] = ts.cast(ts.uint8, blur_y[x, y, c] / 16)
+    return ts.Pipeline(out), (wide, blur_x, blur_y, out)
+
+
+def _blur_numpy(data):
+    p = np.pad(data.astype(np.uint16), ((0, 0), (1, 1), (1, 1)), mode="edge")
+    bx = p[:, :, :-2] + 2 * p[:, :, 1:-1] + p[:, :, 2:]
+    by = bx[:, :-2] + 2 * bx[:, 1:-1] + bx[:, 2:]
+    return (by // 16).astype(np.uint8)
+
+
+def test_lesson_07_a_multi_stage_blur_with_a_boundary_condition():
+    pipe, _ = _blur_pipeline()
+    data = np.random.default_rng(1).integers(0, 256, (3, 40, 50), dtype=np.uint8)
+    s = ts.solve_schedule(pipe, SPEC, {"output": [50, 40, 3], "img": [50, 40, 3]})
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([50, 40, 3], img=data),
+                                  _blur_numpy(data))
+
+
+@pytest.mark.parametrize("how", ["inline", "root", "at_row", "store_root_at_row", "tiles"])
+def test_lesson_08_producer_consumer_placements(how):
+    pipe, (wide, blur_x, blur_y, out) = _blur_pipeline()
+    s = ts.Schedule(pipe)
+    xo, yo, xi, yi = ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi")
+    if how == "root":
+        s[blur_x].compute_root()
+    elif how == "at_row":
+        s[blur_x].compute_at(out, y)
+    elif how == "store_root_at_row":         # the sliding window of lesson 8
+        s[blur_x].store_root().compute_at(out, y)
+    elif how == "tiles":
+        s[out].tile(x, y, xo, yo, xi, yi, 16, 8).parallel(yo).vectorize(xi, 8)
+        s[blur_x].compute_at(out, xo).vectorize(x, 8)
+    data = np.random.default_rng(2).integers(0, 256, (3, 37, 45), dtype=np.uint8)
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([45, 37, 3], img=data),
+                                  _blur_numpy(data))
+
+
+def test_lesson_09_update_definitions():
+    img = ts.ImageParam(ts.uint8, 2, "img")
+    data = np.random.default_rng(3).integers(0, 256, (30, 40), dtype=np.uint8)
+    # an update at one point and one over a row, after a pure definition
+    f = ts.Func("f")
+    f[x, y] = x + y
+    f[2, 1] = 42
+    f[x, 0] = f[x, 0] * f[x, 1]
+    want = np.add.outer(np.arange(4), np.arange(4)).T.copy()
+    want[1, 2] = 42
+    want[0, :] = want[0, :] * want[1, :]
+    np.testing.assert_array_equal(ts.reference.realize(ts.Pipeline(f), [4, 4]), want)
+    # a histogram over an RDom spanning the input (implicit zero)
+    r = ts.RDom(img)
+    hist = ts.Func("hist")
+    hist[ts.cast(ts.int32, img[r.x, r.y])] += 1
+    pipe = ts.Pipeline(hist)
+    s = ts.solve_schedule(pipe, SPEC, {"hist": [256], "img": [40, 30]})
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([256], img=data),
+                                  np.bincount(data.ravel(), minlength=256))
+    # a scan down the rows, and an inline reduction
+    scan = ts.Func("scan")
+    scan[x, y] = ts.cast(ts.int32, img[x, y])
+    q = ts.RDom((1, 29))
+    scan[x, q.x] = scan[x, q.x] + scan[x, q.x - 1]
+    box = ts.Func("box")
+    k = ts.RDom((0, 3), (0, 3))
+    box[x, y] = ts.sum(ts.cast(ts.int32, img[x + k.x, y + k.y]))
+    pipe = ts.Pipeline([scan, box])
+    s = ts.solve_schedule(pipe, SPEC, {"scan": [40, 30], "box": [38, 28], "img": [40, 30]})
+    got_scan, got_box = ts.compile(pipe, s).realize({"scan": [40, 30], "box": [38, 28]},
+                                                    img=data)
+    np.testing.assert_array_equal(got_scan, np.cumsum(data.astype(np.int32), axis=0))
+    d = data.astype(np.int32)
+    want_box = sum(d[j:j + 28, i:i + 38] for i in range(3) for j in range(3))
+    np.testing.assert_array_equal(got_box, want_box)
+
+
+def test_lesson_12_the_gpu_schedule_on_the_cuda_emulation():
+    pytest.importorskip("tilesolve.backend.cuda.emulate")
+    import shutil
+    if shutil.which("g++") is None:
+        pytest.skip("the CUDA emulation needs g++")
+    from tilesolve.backend.cuda import emulate_cuda
+    pipe, _ = _blur_pipeline()
+    s = ts.solve_schedule(pipe, "h100", {"output": [50, 40, 3], "img": [50, 40, 3]})
+    data = np.random.default_rng(4).integers(0, 256, (3, 40, 50), dtype=np.uint8)
+    np.testing.assert_array_equal(emulate_cuda(pipe, s).realize([50, 40, 3], img=data),
+                                  _blur_numpy(data))
+
+
+def test_lesson_13_argmax_without_tuples():
+    """Halide's lesson computes (max, argmax) as a Tuple; here the maximum is one Func
+    and the first index reaching it another."""
+    a = ts.ImageParam(ts.float32, 1, "a")
+    r = ts.RDom(a)
+    peak = ts.Func("peak")
+    peak[()] = ts.maximum(a[r.x])
+    first = ts.Func("first")
+    first[()] = ts.minimum(ts.select(a[r.x] == peak[()], r.x, a.extent(0)))
+    data = np.random.default_rng(5).random(100, dtype=np.float32)
+    pipe = ts.Pipeline([peak, first])
+    s = ts.solve_schedule(pipe, SPEC, {"peak": [], "first": [], "a": [100]})
+    got_peak, got_first = ts.compile(pipe, s).realize([], a=data)
+    assert got_peak == data.max() and got_first == data.argmax()
+
+
+def test_lesson_14_types():
+    u8, i16 = ts.cast(ts.uint8, x), ts.cast(ts.int16, x)
+    assert (u8 + u8).type == ts.uint8                       # wraps
+    assert (u8 + i16).type == ts.int16                      # signed and unsigned meet signed
+    assert (u8 + 1.5).type == ts.float32 and (i16 * 2).type == ts.int16
+    assert ts.widening_mul(u8, u8).type == ts.uint16 and ts.abs(i16).type == ts.uint16
+    f = ts.Func("wrap")
+    f[x] = ts.cast(ts.uint8, x) * ts.cast(ts.uint8, 3)
+    np.testing.assert_array_equal(ts.reference.realize(ts.Pipeline(f), [256]),
+                                  (np.arange(256) * 3 % 256).astype(np.uint8))
+    g = ts.Func("bits")
+    g[x] = (ts.cast(ts.uint8, x) >> 4) | (ts.cast(ts.uint8, x) << 4)      # swap the nibbles
+    v = np.arange(256)
+    np.testing.assert_array_equal(ts.reference.realize(ts.Pipeline(g), [256]),
+                                  ((v >> 4) | (v << 4) & 0xFF).astype(np.uint8))
+
+
+def test_lesson_17_predicated_reduction_domains():
+    img = ts.ImageParam(ts.int32, 2, "img")
+    r = ts.RDom((0, 7), (0, 5))
+    r.where(r.x + r.y > 5)                                   # a triangle
+    total = ts.Func("total")
+    total[x] += img[r.x + x, r.y]
+    data = np.arange(60, dtype=np.int32).reshape(5, 12)
+    pipe = ts.Pipeline(total)
+    s = ts.solve_schedule(pipe, SPEC, {"total": [4], "img": [12, 5]})
+    want = [sum(data[j, i + xx] for i in range(7) for j in range(5) if i + j > 5)
+            for xx in range(4)]
+    np.testing.assert_array_equal(ts.compile(pipe, s).realize([4], img=data), want)
+
+
+def test_lesson_21_the_autoscheduler_and_lesson_23_serialization():
+    pipe, _ = _blur_pipeline()
+    est = {"output": [640, 480, 3], "img": [640, 480, 3]}
+    s = ts.solve_schedule(pipe, SPEC, est, method="greedy")
+    again = ts.Schedule.from_json(s.to_json(), pipe)          # a schedule is a value
+    assert str(again).splitlines()[2:] == str(s).splitlines()[2:]
+    data = np.random.default_rng(6).integers(0, 256, (3, 30, 20), dtype=np.uint8)
+    np.testing.assert_array_equal(ts.compile(pipe, again).realize([20, 30, 3], img=data),
+                                  _blur_numpy(data))
