@@ -15,20 +15,31 @@ from __future__ import annotations
 from . import distributed  # noqa: F401  (CompiledPipeline.to_dask)
 from .backend.compile import compile  # noqa: A004  (ts.compile)
 from .backend.cuda import lower_cuda
-from .errors import ScheduleError
-from .solver import Solution, solve
+from .errors import ScheduleError, SolverError
+from .solver import Solution, solve, solve_k_best
 
 __all__ = ["solve_schedule", "compile", "lowerable_schedule"]
 
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
-                   time_limit: float = 10.0, seed: int = 0, **options):
+                   time_limit: float = 10.0, seed: int = 0, k: int = 1, **options):
     """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a spec
     name or a YAML path).  ``estimates`` maps output and input names to sizes
-    (innermost first); input sizes are inferred from the outputs where possible.
-    ``options`` go to the method (e.g. ``solver="pulp"``, ``memory_budget_bytes=...``
-    for the ILP).  The schedule returned for a GPU spec lowers (see the module's
-    docstring)."""
+    (innermost first) and Param names to values; input sizes are inferred from the
+    outputs where possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
+    ``memory_budget_bytes=...`` for the ILP).  The schedule returned for a GPU spec
+    lowers (see the module's docstring).
+
+    ``k > 1``: a list of up to ``k`` distinct schedules, best first under the model
+    (the ILP with no-good cuts, whatever ``method`` says), each with its predicted cost
+    and ``provenance.rank``; the first is the ILP's answer."""
+    if k != 1:
+        if method not in ("auto", "ilp"):
+            raise SolverError(f"solve_schedule: k={k!r} takes the ILP's k best answers; "
+                              f"method={method!r} gives one (use method='ilp' or 'auto')")
+        return [lowerable_schedule(pipeline, s)
+                for s in solve_k_best(pipeline, hw_spec, estimates, k, time_limit, seed,
+                                      **options)]
     solution = solve(pipeline, hw_spec, estimates, method, time_limit, seed, **options)
     return lowerable_schedule(pipeline, solution)
 

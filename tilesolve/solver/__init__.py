@@ -142,6 +142,27 @@ def solve(pipeline, hw_spec, estimates=None, method: str = "auto",
     return Solution(problem, columns, prov)
 
 
+def solve_k_best(pipeline, hw_spec, estimates=None, k: int = 5, time_limit: float = 10.0,
+                 seed: int = 0, **options) -> list:
+    """The ``k`` best distinct Solutions under the model, best first (the ILP with
+    no-good cuts: ``solver.ilp.solve_ilp_k_best``); fewer when the model has fewer
+    distinct answers or the time runs out.  ``options`` are the ILP's."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise SolverError(f"solve_schedule: k must be a positive int, got {k!r}")
+    _check_arguments(pipeline, estimates, "ilp", time_limit, seed, options)
+    if "ilp" not in available_methods():
+        raise SolverError("k > 1 needs the ILP (OR-tools CP-SAT or PuLP), which does not "
+                          "import here")
+    from .ilp import solve_ilp_k_best
+    spec = _resolve_spec(hw_spec)
+    t0 = time.perf_counter()
+    problem, model, _ = refine_inlining(Problem(pipeline, spec, estimates))
+    answers = solve_ilp_k_best(model, k, time_limit=time_limit, seed=seed, **options)
+    dt = round(time.perf_counter() - t0, 4)
+    return [Solution(problem, cols, prov.replace(solve_time=dt, spec=spec.name))
+            for cols, prov in answers]
+
+
 def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
     """ILP (when OR-tools imports) and beam on one CostModel, within ``time_limit``
     together; the cheaper answer in model cost wins (ties: ILP), both recorded."""
@@ -165,4 +186,5 @@ def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
                               cost_evaluations=model.evaluations)
 
 
-__all__ = ["solve", "Solution", "available_methods", "Problem", "CostModel", "METHODS"]
+__all__ = ["solve", "solve_k_best", "Solution", "available_methods", "Problem", "CostModel",
+           "METHODS"]

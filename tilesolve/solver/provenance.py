@@ -190,6 +190,7 @@ class Provenance(Mapping):
     spec: str | None = None
     groups: tuple = ()                   # of GroupRecord, in pipeline order
     inlined: tuple = ()                  # Funcs inlined (before grouping, or after: inline_refine)
+    rank: int | None = None              # k best: 0 for the best answer, 1 for the next...
     extra: dict = field(default_factory=dict)   # keys from JSON this version does not know
 
     # -- mapping view --------------------------------------------------------------

@@ -7,7 +7,8 @@ on one ``Problem`` (the preprocessing every solver shares):
 * ``greedy``: Mullapudi 2016's answer (always first, always measured);
 * ``beam``: the best answer of beam search and the other exact answers of its
   final beams (``solve_beam(answers=...)``), labelled ``beam``, ``beam#2``, ...;
-* ``ilp``: the exact model's answer on the full tiling menu, then ``ilp:<menu>``
+* ``ilp``: the exact model's ``k`` best distinct answers on the full tiling menu
+  (``ilp``, ``ilp#2``, ...: no-good cuts), then ``ilp:<menu>``
   on restricted menus (``MENUS``: small, medium or large tiles, whole rows), each
   the best schedule under the model *among tiles of that kind*: where the model
   misjudges tile sizes, the machine can tell;
@@ -169,16 +170,20 @@ class Gatherer:
                 n += 1
 
     def ilp(self, menu: str | None, time_limit: float) -> None:
-        """The ILP's answer on the full menu (``menu=None``) or a ``MENUS`` one."""
-        from ..solver.ilp import solve_ilp
+        """The ILP's ``k`` best distinct answers on the full menu (``menu=None``:
+        ``ilp``, ``ilp#2``, ...), or its best on a ``MENUS`` one."""
+        from ..solver.ilp import solve_ilp_k_best
         model = self.model if menu is None else CostModel(self.problem, MENUS[menu])
         label = "ilp" if menu is None else f"ilp:{menu}"
         try:
-            cols, prov = solve_ilp(model, time_limit=max(0.1, time_limit), seed=self.seed)
+            answers = solve_ilp_k_best(model, self.k if menu is None else 1,
+                                       time_limit=max(0.1, time_limit), seed=self.seed)
         except ImportError as e:                 # OR-tools missing: no ILP candidates
             self.notes.append(f"{label}: {e}")
             return
-        self.add_columns(cols, label, "ilp", prov, feasible_only=menu is not None)
+        for i, (cols, prov) in enumerate(answers):
+            self.add_columns(cols, label if i == 0 else f"{label}#{i + 1}", "ilp", prov,
+                             feasible_only=menu is not None, merge=i == 0)
 
     # -- neighbours -------------------------------------------------------------------
     def by_source(self, source: str) -> Candidate | None:

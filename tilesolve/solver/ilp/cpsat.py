@@ -14,11 +14,15 @@ import time
 from ortools.sat.python import cp_model
 
 
-def solve_cpsat(form, hint=(), time_limit: float = 10.0, seed: int = 0) -> dict:
+def solve_cpsat(form, hint=(), time_limit: float = 10.0, seed: int = 0, exclude=()) -> dict:
+    """``exclude``: answers (lists of chosen column indices) the solution must differ
+    from, each a no-good cut (``sum of its x <= its size - 1``)."""
     m = cp_model.CpModel()
     x = [m.NewBoolVar(f"x{j}") for j in range(len(form.columns))]
     for f, js in form.cover.items():
         m.AddExactlyOne(x[j] for j in js)
+    for chosen in exclude:
+        m.Add(sum(x[j] for j in chosen) <= len(chosen) - 1)
     if form.budget is not None:
         m.Add(sum(int(form.columns[j].root_bytes) * x[j] for j in range(len(x))
                   if form.columns[j].root_bytes) <= int(form.budget))

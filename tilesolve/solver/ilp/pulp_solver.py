@@ -22,7 +22,9 @@ def _solver(name: str, time_limit: float, msg: bool = False):
     return pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, warmStart=True)
 
 
-def solve_pulp(form, hint=(), time_limit: float = 10.0, seed: int = 0, backend: str = "cbc") -> dict:
+def solve_pulp(form, hint=(), time_limit: float = 10.0, seed: int = 0, backend: str = "cbc",
+               exclude=()) -> dict:
+    """``exclude``: answers the solution must differ from (no-good cuts, as in CP-SAT)."""
     prob = pulp.LpProblem("tilesolve", pulp.LpMinimize)
     if hasattr(prob, "add_variable"):       # PuLP >= 3.3
         x = [prob.add_variable(f"x{j}", cat="Binary") for j in range(len(form.columns))]
@@ -34,6 +36,8 @@ def solve_pulp(form, hint=(), time_limit: float = 10.0, seed: int = 0, backend: 
         prob += pulp.lpSum(x[j] for j in js) == 1, f"cover_{f}"
     if form.budget is not None:
         prob += pulp.lpSum(form.columns[j].root_bytes * x[j] for j in range(len(x))) <= form.budget, "memory"
+    for i, chosen in enumerate(exclude):
+        prob += pulp.lpSum(x[j] for j in chosen) <= len(chosen) - 1, f"nogood_{i}"
     hint = set(hint)
     for j in range(len(x)):
         x[j].setInitialValue(1 if j in hint else 0)
