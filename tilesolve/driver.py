@@ -22,13 +22,20 @@ __all__ = ["solve_schedule", "compile", "lowerable_schedule"]
 
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
-                   time_limit: float = 10.0, seed: int = 0, k: int = 1, **options):
+                   time_limit: float = 10.0, seed: int = 0, k: int = 1, fixed=None,
+                   **options):
     """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a spec
     name or a YAML path).  ``estimates`` maps output and input names to sizes
     (innermost first) and Param names to values; input sizes are inferred from the
     outputs where possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
     ``memory_budget_bytes=...`` for the ILP).  The schedule returned for a GPU spec
     lowers (see the module's docstring).
+
+    ``fixed``: a Schedule of ``pipeline`` that schedules some Funcs (every directive of
+    a Func it names is kept; a Func it inlines stays inlined); the method schedules the
+    others around them, never fusing a fixed Func with another.  A fixed directive the
+    solved schedule cannot take (a loop of a Func left to the solver) is a
+    ``ScheduleError`` naming it.
 
     ``k > 1``: a list of up to ``k`` distinct schedules, best first under the model
     (the ILP with no-good cuts, whatever ``method`` says), each with its predicted cost
@@ -39,8 +46,8 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
                               f"method={method!r} gives one (use method='ilp' or 'auto')")
         return [lowerable_schedule(pipeline, s)
                 for s in solve_k_best(pipeline, hw_spec, estimates, k, time_limit, seed,
-                                      **options)]
-    solution = solve(pipeline, hw_spec, estimates, method, time_limit, seed, **options)
+                                      fixed, **options)]
+    solution = solve(pipeline, hw_spec, estimates, method, time_limit, seed, fixed, **options)
     return lowerable_schedule(pipeline, solution)
 
 

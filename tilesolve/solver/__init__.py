@@ -110,17 +110,31 @@ class Solution(NamedTuple):
         return at_root | in_group_callees(self.problem, self.columns, name)
 
 
+def _check_fixed(pipeline, fixed) -> None:
+    from ..model.schedule import Schedule
+    if fixed is None:
+        return
+    if not isinstance(fixed, Schedule):
+        raise SolverError(f"solve_schedule: fixed must be a ts.Schedule of the pipeline (the "
+                          f"Funcs it schedules keep their schedule), got {fixed!r}")
+    if fixed.pipeline is not pipeline:
+        raise SolverError("solve_schedule: the fixed schedule was made for a different "
+                          "Pipeline")
+
+
 def solve(pipeline, hw_spec, estimates=None, method: str = "auto",
-          time_limit: float = 10.0, seed: int = 0, **options) -> Solution:
+          time_limit: float = 10.0, seed: int = 0, fixed=None, **options) -> Solution:
     """Solve for the groups and tilings of ``pipeline`` on ``hw_spec`` (a
     HardwareSpec, a spec name or a YAML path).  ``estimates`` maps output and
     input names to sizes (innermost first); input sizes are inferred from the
-    outputs where possible.  ``options`` go to the method (e.g. ``solver="pulp"``,
-    ``memory_budget_bytes=...`` for the ILP)."""
+    outputs where possible.  ``fixed``: a Schedule whose scheduled Funcs keep their
+    schedule, every method completing the rest (``Problem``'s ``fixed``).  ``options``
+    go to the method (e.g. ``solver="pulp"``, ``memory_budget_bytes=...`` for the ILP)."""
     _check_arguments(pipeline, estimates, method, time_limit, seed, options)
+    _check_fixed(pipeline, fixed)
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
-    problem, model, res = refine_inlining(Problem(pipeline, spec, estimates))
+    problem, model, res = refine_inlining(Problem(pipeline, spec, estimates, fixed=fixed))
     if method == "auto":
         columns, prov = _solve_auto(model, time_limit, seed, t0, **options)
     elif method == "greedy":
@@ -143,20 +157,21 @@ def solve(pipeline, hw_spec, estimates=None, method: str = "auto",
 
 
 def solve_k_best(pipeline, hw_spec, estimates=None, k: int = 5, time_limit: float = 10.0,
-                 seed: int = 0, **options) -> list:
+                 seed: int = 0, fixed=None, **options) -> list:
     """The ``k`` best distinct Solutions under the model, best first (the ILP with
     no-good cuts: ``solver.ilp.solve_ilp_k_best``); fewer when the model has fewer
     distinct answers or the time runs out.  ``options`` are the ILP's."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise SolverError(f"solve_schedule: k must be a positive int, got {k!r}")
     _check_arguments(pipeline, estimates, "ilp", time_limit, seed, options)
+    _check_fixed(pipeline, fixed)
     if "ilp" not in available_methods():
         raise SolverError("k > 1 needs the ILP (OR-tools CP-SAT or PuLP), which does not "
                           "import here")
     from .ilp import solve_ilp_k_best
     spec = _resolve_spec(hw_spec)
     t0 = time.perf_counter()
-    problem, model, _ = refine_inlining(Problem(pipeline, spec, estimates))
+    problem, model, _ = refine_inlining(Problem(pipeline, spec, estimates, fixed=fixed))
     answers = solve_ilp_k_best(model, k, time_limit=time_limit, seed=seed, **options)
     dt = round(time.perf_counter() - t0, 4)
     return [Solution(problem, cols, prov.replace(solve_time=dt, spec=spec.name))

@@ -320,7 +320,14 @@ class CostModel:
         """Every tiling of the group's menu (``solver.tilings``), costed."""
         hit = self._groups.get(group)
         if hit is None:
-            hit = self._groups[group] = self._price(group, self.menu(group.output))
+            menu = self.menu(group.output)
+            if len(group.members) > 1 and self.problem.keep.intersection(group.members):
+                # a Func whose schedule the user fixed is never fused with another
+                hit = GroupCosts(menu, np.full(len(menu.tilings), np.inf),
+                                 lambda i: self._price(group, menu).cost(i))
+            else:
+                hit = self._price(group, menu)
+            self._groups[group] = hit
         return hit
 
     def cost(self, group: Group, tiling: Tiling) -> Cost:

@@ -49,7 +49,7 @@ def candidates(problem, result) -> list:
     for cols in result.columns:
         name = cols[0].output
         if (problem.is_output(name) or problem.has_updates(name)
-                or name in problem.update_readers):
+                or name in problem.update_readers or name in problem.keep):
             continue
         size = problem.region_points(name) * problem.bytes_per_point(name)
         if size <= problem.spec.tile_cache_bytes or _read_at_data_dependent_index(problem, name):
@@ -78,7 +78,8 @@ def refine_inlining(problem):
         for name in names:
             tried.add(name)
             trial = Problem(problem.pipeline, problem.spec, problem.estimates,
-                            params=problem.param_values, inlined=problem.inlined | {name})
+                            params=problem.param_values, inlined=problem.inlined | {name},
+                            fixed=problem.fixed)
             m = CostModel(trial)
             r = greedy_groups(m)
             if r.total < result.total * (1.0 - MIN_GAIN) and (best is None

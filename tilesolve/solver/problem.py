@@ -44,9 +44,12 @@ class Problem:
     """Everything a solver needs to know about (pipeline, spec, estimates)."""
 
     def __init__(self, pipeline: Pipeline, spec, estimates: dict | None, *, inline: bool = True,
-                 params: dict | None = None, inlined: frozenset | None = None):
+                 params: dict | None = None, inlined: frozenset | None = None,
+                 fixed=None):
         """``params``: the Param values the analysis assumes (default: their defaults);
-        ``inlined``: the inlining choices to keep (default: chosen here)."""
+        ``inlined``: the inlining choices to keep (default: chosen here); ``fixed``: a
+        Schedule of this pipeline whose scheduled Funcs keep their schedule (``keep``:
+        never inlined, never fused with another Func; ``keep_inlined``: inlined)."""
         self.pipeline = pipeline
         self.spec = spec
         self.estimates = normalize_estimates(pipeline, estimates)
@@ -69,7 +72,12 @@ class Problem:
         self.regions = {n: _box_bounds(b) for n, b in regions.items()}
         if inlined is None:
             inlined = choose_inlined(pipeline, self.regions) if inline else frozenset()
-        self.inlined: frozenset = inlined
+        self.fixed = fixed
+        pinned = {d.func for d in fixed.directives} if fixed is not None else set()
+        self.keep_inlined: frozenset = frozenset(
+            n for n in pinned if fixed.func_schedule(n).is_inline())
+        self.keep: frozenset = frozenset(pinned) - self.keep_inlined
+        self.inlined: frozenset = (frozenset(inlined) - self.keep) | self.keep_inlined
         self.funcs: tuple = tuple(n for n in pipeline.order() if n not in self.inlined)
         self._outputs = frozenset(pipeline.output_names)
         self._bpp: dict = {}
@@ -87,7 +95,7 @@ class Problem:
             params = {n: v * (1 + 0.85 * (k - 1)) if isinstance(v, float) else v + k
                       for n, v in self.param_values.items()}
             self._moved[k] = Problem(self.pipeline, self.spec, est, params=params,
-                                     inlined=self.inlined)
+                                     inlined=self.inlined, fixed=self.fixed)
         return self._moved[k]
 
     # -- scopes for the interval analysis -----------------------------------------

@@ -32,6 +32,7 @@ import math
 from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.schedule import Schedule
+from ..model.schedule_io import replay
 
 
 def _try(fn, *args, **kw):
@@ -396,7 +397,31 @@ def schedule_from_columns(problem, columns, provenance, at_root=frozenset()) -> 
             _gpu_group(problem, s, group, tiling, at_root)
         else:
             _cpu_group(problem, s, group, tiling)
+    if problem.fixed is not None:
+        s = with_fixed(problem, s)
     groups = tuple(GroupRecord(g.output, tuple(sorted(g.members)), tuple(t.sizes), c)
                    for g, t, c in columns)
     s.provenance = provenance.replace(groups=groups, inlined=tuple(sorted(problem.inlined)))
+    return s
+
+
+_COMPUTE_LEVEL = ("compute_root", "compute_at", "compute_inline")
+
+
+def with_fixed(problem, solved: Schedule) -> Schedule:
+    """``solved`` with the Funcs of ``problem.fixed`` scheduled by its directives, not
+    the solver's: the solver's directives for the other Funcs, then the fixed ones (a
+    fixed Func that names no compute level is computed at root, where the solver priced
+    it).  ``ScheduleError`` names a fixed directive the solved schedule cannot take."""
+    fixed = problem.fixed
+    pinned = problem.keep | problem.keep_inlined
+    s = Schedule(problem.pipeline, target=solved.target)
+    s.set_codegen(**{**solved.codegen, **fixed.codegen})
+    replay(s, [d for d in solved.directives if d.func not in pinned])
+    mine = [d for d in fixed.directives if d.func in pinned]
+    for name in sorted(problem.keep):
+        ds = [d for d in mine if d.func == name]
+        if not any(d.method in _COMPUTE_LEVEL for d in ds) and not problem.is_output(name):
+            s[name].compute_root()
+    replay(s, mine, "the fixed schedule: ")
     return s

@@ -128,7 +128,8 @@ class Space:
             closed.add(g.output)
             if len(g.members) > 1:          # singletons are already exact
                 q, f = self.costs.quick(g), self.costs.full(g)
-                cost += f[1].total - q[1].total
+                if q is not None and f is not None:     # infeasible: counted in ``bad``
+                    cost += f[1].total - q[1].total
         if len(closed) == len(s.closed):
             return s
         return State(s.depth, s.owner, s.groups, s.decisions, cost, s.infeasible, s.key,
