@@ -4,7 +4,8 @@
     python benchmarks/gpu_bench.py build --out build/gpu_bench [--apps blur,unsharp] [--size paper]
     # 2. on the GPU machine (pycuda, no nvcc needed): load the cubins, check, time
     python3 benchmarks/gpu_bench.py run --builds build/gpu_bench --json results.json
-    # check this script without a GPU: the same builds, run on the CPU shim (small sizes only)
+    # check this script without a GPU: the same builds and runtime, kernels on the CPU shim
+    # (emulate.ShimDriver; small sizes only)
     python benchmarks/gpu_bench.py build --size small --out build/gpu_small
     python benchmarks/gpu_bench.py run --builds build/gpu_small --emulate
 
@@ -17,7 +18,10 @@ milliseconds per realize (inputs resident, median), the ratio to the
 memory-bandwidth bound (bytes in + out at the device-to-device copy bandwidth
 measured on the spot), the ratio to the naive ``gpu_root`` schedule, the
 speedup over the app's numpy reference on the host CPU, and the max error
-against that reference.  No timing is ever asserted.
+against that reference; ``host ms`` is the host's time to issue a realize's launches
+(``CudaPipeline.benchmark``'s ``host_ms``: the prepared plan, or with
+``--interpreted`` the host plan interpreted per realize as before).  No timing is
+ever asserted.
 """
 from __future__ import annotations
 
@@ -180,7 +184,8 @@ def _print_row(r, naive):
     fmt = lambda v, f: (f % v) if v is not None else "-"  # noqa: E731
     base = naive.get(r["app"])
     print(f"{r['app']:16s} {r['schedule']:11s} {r['kernels']:7d} {r.get('launches', 0):8d} "
-          f"{fmt(g, '%9.3f'):>9s} {fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
+          f"{fmt(g, '%9.3f'):>9s} {fmt(r.get('host_ms'), '%8.4f'):>8s} "
+          f"{fmt(g / r['bound_ms'] if g else None, '%8.2f'):>8s} "
           f"{fmt(g / base if g and base else None, '%8.2f'):>8s} "
           f"{fmt(r['numpy_ms'] / g if g else None, '%8.1fx'):>9s} {r['max_err']:9.2e}  "
           f"{'ok' if r['ok'] else 'WRONG (' + r['tolerance'] + ')'}", flush=True)
@@ -199,7 +204,8 @@ def _rank(path) -> tuple:
 
 def _header():
     print(f"\n{'app':16s} {'schedule':11s} {'kernels':>7s} {'launches':>8s} {'gpu ms':>9s} "
-          f"{'x bound':>8s} {'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check", flush=True)
+          f"{'host ms':>8s} {'x bound':>8s} {'x naive':>8s} {'vs numpy':>9s} {'max err':>9s}  check",
+          flush=True)
 
 
 def run(args):
@@ -207,8 +213,9 @@ def run(args):
     if not paths:
         sys.exit(f"no builds in {args.builds}; run the build phase first")
     bw = None
+    from tilesolve.backend.cuda.runtime import CudaPipeline
     if not args.emulate:
-        from tilesolve.backend.cuda.runtime import CudaPipeline, availability
+        from tilesolve.backend.cuda.runtime import availability
         reason = availability()
         if reason:
             sys.exit(f"cannot run on a GPU: {reason} (use --emulate to check the script on the CPU)")
@@ -240,11 +247,12 @@ def run(args):
             inputs = app.make_inputs(sizes, **kw)
             ref, seconds = reference(app, name, inputs, sizes, kw, args.refs)
             row["numpy_ms"] = seconds * 1e3
-            if args.emulate:
-                from tilesolve.backend.cuda.emulate import EmulatedPipeline
-                fast = EmulatedPipeline(b.program, b.defaults)
-            else:                                  # the pipeline: its inputs' regions checked
-                fast = CudaPipeline(b.program, b.cubin, None, b.defaults, pipeline=pipe)
+            driver = None                          # pycuda on the GPU
+            if args.emulate:                       # the same runtime, kernels on the CPU shim
+                from tilesolve.backend.cuda.emulate import ShimDriver
+                driver = ShimDriver(b.program)
+            fast = CudaPipeline(b.program, b.cubin, None, b.defaults, pipeline=pipe,
+                                driver=driver, interpreted=args.interpreted)
             t0 = time.perf_counter()
             out = fast.realize(sizes, **inputs)
             first_s = time.perf_counter() - t0
@@ -255,8 +263,10 @@ def run(args):
             if not args.emulate:
                 slow = first_s > args.slow_s               # a few runs only: say so
                 row["repeats"] = 3 if slow else args.repeats
-                row["gpu_ms"] = fast.benchmark(sizes, repeats=row["repeats"],
-                                               warmup=0 if slow else 2, **inputs)
+                t = fast.benchmark(sizes, repeats=row["repeats"], warmup=0 if slow else 2,
+                                   **inputs)
+                row["gpu_ms"], row["host_ms"], row["host_path"] = t.kernel_ms, t.host_ms, t.path
+                fast.release_memory()                  # the next case gets the whole GPU
                 nbytes = sum(np.asarray(v).nbytes for v in inputs.values()) + sum(o.nbytes for o in outs)
                 row["bound_ms"] = nbytes / (bw * 1e9) * 1e3
         except Exception as e:
@@ -296,6 +306,8 @@ def main(argv=None):
     r.add_argument("--refs", default="build/gpu_refs",
                    help="folder caching each app's numpy reference ('' for none)")
     r.add_argument("--emulate", action="store_true", help="run on the CPU shim instead (small sizes)")
+    r.add_argument("--interpreted", action="store_true",
+                   help="interpret the host plan on every realize (the path before prepared plans)")
     a = p.parse_args(argv)
     (build if a.cmd == "build" else run)(a)
 

@@ -10,9 +10,11 @@
 #
 # Phase 2 needs the three git-ignored folders .whl, build/gpu_bench and .hl copied beside
 # the work tree (under 64 MiB together with it: move benchmarks/results aside if needed).
-# It writes gpu_results.json (ours), halide_gpu.json (Halide's Li2018 and Anderson2021 on
-# the same GPU) and h100_calibrated.yaml (the spec with the launch overhead and copy
-# bandwidth measured there) into $OUT (default: build/gpu_out), plus the printed tables.
+# It writes gpu_results.json (ours: device and host ms per realize), gpu_host.json (host
+# time per realize, the interpreted host plan against the prepared one), halide_gpu.json
+# (Halide's Li2018 and Anderson2021 on the same GPU) and h100_calibrated.yaml (the spec
+# with the launch overhead and copy bandwidth measured there) into $OUT (default:
+# build/gpu_out), plus the printed tables.
 #
 # Check the whole flow without a GPU (CPU shim, small sizes):
 #   bash benchmarks/gpu_run.sh check
@@ -60,6 +62,9 @@ run)
     # the solver's schedules first; nothing starts after BENCH_DEADLINE seconds
     timeout "${BENCH_TIMEOUT:-900}" python3 benchmarks/gpu_bench.py run --builds build/gpu_bench \
         --json "$OUT/gpu_results.json" --deadline "${BENCH_DEADLINE:-600}" || true
+    # host time per realize of the solver's schedules: interpreted plan vs prepared plan
+    timeout "${HOST_TIMEOUT:-240}" python3 benchmarks/gpu_host.py --builds build/gpu_bench \
+        --device pycuda --json "$OUT/gpu_host.json" || true
     # the GPU's launch overhead and copy bandwidth, written into a calibrated spec
     timeout "${CAL_TIMEOUT:-120}" python3 -c 'import sys; from tilesolve.cli import main; sys.exit(main())' \
         calibrate --base "$SPEC" --quick --out "$OUT/${SPEC}_calibrated.yaml" || true
@@ -73,7 +78,8 @@ run)
 check)
     "$PY" benchmarks/gpu_bench.py build --out build/gpu_small --size small --apps blur,unsharp,harris
     "$PY" benchmarks/gpu_bench.py run --builds build/gpu_small --emulate
+    "$PY" benchmarks/gpu_host.py --builds build/gpu_small --repeats 20
     ;;
 *)
-    sed -n '2,16p' "$0"; exit 2 ;;
+    sed -n '2,20p' "$0"; exit 2 ;;
 esac

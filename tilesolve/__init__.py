@@ -61,7 +61,7 @@ def __getattr__(name):
         "required_regions": ("tilesolve.analysis.intervals", "required_regions"),
         "apps": ("tilesolve.apps", None),
         "distributed": ("tilesolve.distributed", None),
-        "release_memory": ("tilesolve.backend.cpu.heap", "release"),
+        "release_memory": ("tilesolve.memory", "release_memory"),
     }
     if name in lazy:
         mod, attr = lazy[name]

@@ -24,10 +24,12 @@ with atomic compare-and-swap, so worker threads of parallel loops, and several P
 threads running compiled code at once, never get the same block. Blocks keep the values
 of their last use (like ``malloc``, generated code never reads what it did not write).
 
-:func:`release` frees every cached block (``tilesolve.release_memory()``); the cache
-holds at most the limit between realizations, and nothing when the process is idle
-after ``release``. The runtime is compiled from IR once per process and bound with
-``llvm.add_symbol``, like the parallel runtime; :func:`install` is idempotent.
+:func:`release` frees every cached block (``tilesolve.release_memory()`` calls it
+through the registry of ``tilesolve/memory.py``, with the CUDA pipelines' device
+pools); the cache holds at most the limit between realizations, and nothing when the
+process is idle after ``release``. The runtime is compiled from IR once per process
+and bound with ``llvm.add_symbol``, like the parallel runtime; :func:`install` is
+idempotent.
 
 Blocks under the cache's size (per-tile buffers of parallel loops, 64 KB to 1 MB) go
 to the C library, and glibc decides by a threshold that moves at run time whether it
@@ -54,6 +56,7 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from ...heap_limit import DEFAULT_LIMIT_MB, default_limit, limit_from_env
+from ...memory import register_releaser
 from .target import LLVM_LOCK, host_target
 
 __all__ = ["RT_ALLOC", "RT_FREE", "SLOTS", "MIN_CACHED_BYTES", "DEFAULT_LIMIT_MB",
@@ -340,3 +343,6 @@ def raw_free(address: int) -> None:
     """``ts_rt_free`` from Python (tests)."""
     install()
     _calls["free"](address or None)
+
+
+register_releaser(release)          # tilesolve.release_memory() empties this cache too

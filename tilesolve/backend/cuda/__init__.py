@@ -4,11 +4,14 @@
     fast = compile_cuda(pipe, sched, load_spec("h100"))    # needs pycuda + a GPU (+ nvcc)
     b = build_cuda(pipe, sched, load_spec("h100"))         # source, plan, cubin, ptxas report
     emu = emulate_cuda(pipe, sched)                        # the same kernels on the CPU shim
+    host = noop_cuda(pipe, sched)                          # the host side on a no-op device
 
 Modules: ``cexpr`` (expressions as C), ``kernels`` (one GPU loop nest -> one
 kernel), ``codegen`` (host/device split, ``generate``), ``plan`` (launch plan,
-its interpreter, argument binding), ``nvcc`` (compile, ptxas report, spec
-limits), ``emulate`` (g++ + shim), ``runtime`` (pycuda).
+its interpreter, argument binding), ``prepared`` (the plan compiled per sizes and
+Params: prepared launches, one device arena), ``nvcc`` (compile, ptxas report, spec
+limits), ``emulate`` (g++ + shim), ``drivers`` (pycuda, the no-op device),
+``runtime`` (the compiled pipeline: plan cache, device pool, timing).
 """
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from ...errors import LoweringError, SpecError
 from .codegen import generate
 from .plan import CudaProgram
 
-__all__ = ["compile_cuda", "build_cuda", "build_program", "emulate_cuda", "lower_cuda", "generate",
-           "check_program", "CudaBuild", "CudaProgram"]
+__all__ = ["compile_cuda", "build_cuda", "build_program", "emulate_cuda", "noop_cuda", "lower_cuda",
+           "generate", "check_program", "CudaBuild", "CudaProgram"]
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,15 @@ def build_program(program: CudaProgram, spec, defaults: dict | None = None,
     return CudaBuild(program, res.binary, arch_of(spec), res.kernels, dict(defaults or {}))
 
 
-def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None):
-    """``ts.compile`` for target "cuda": a ``runtime.CudaPipeline`` ready to ``realize``.
+def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None, *,
+                 interpreted: bool = False):
+    """``ts.compile`` for target "cuda": a ``runtime.CudaPipeline`` ready to ``realize``
+    (``interpreted``: the host plan interpreted on every realize, as before prepared
+    plans; for comparison).
 
     Raises ``runtime.CudaUnavailableError`` (a TilesolveError) when pycuda or a GPU
-    is missing: ``build_cuda`` still compiles there and ``emulate_cuda`` runs the
-    same kernels on the CPU.
+    is missing: ``build_cuda`` still compiles there, ``emulate_cuda`` runs the
+    same kernels on the CPU and ``noop_cuda`` the host side on a no-op device.
     """
     from .runtime import CudaPipeline, CudaUnavailableError, availability
     spec = _gpu_spec(spec)
@@ -115,7 +121,23 @@ def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None):
             "tilesolve.backend.cuda.build_cuda() still generates and compiles the kernels (nvcc) "
             "and emulate_cuda() runs them on the CPU.")
     build = build_program(program, spec, _defaults(pipeline), _fmad(schedule, fmad))
-    return CudaPipeline(build.program, build.cubin, spec, build.defaults, pipeline)
+    return CudaPipeline(build.program, build.cubin, spec, build.defaults, pipeline,
+                        interpreted=interpreted)
+
+
+def noop_cuda(pipeline, schedule, spec=None, *, interpreted: bool = False, driver=None):
+    """The pipeline compiled for a device that does nothing (``drivers.NoopDriver``, or
+    ``driver``): no nvcc, no GPU.  ``realize`` runs the whole host side (plan cache,
+    device pool, launches) and returns uninitialized outputs; ``benchmark`` times the
+    host side (``kernel_ms`` None); ``launch_records`` lists the launches."""
+    from .drivers import NoopDriver
+    from .runtime import CudaPipeline
+    spec = _gpu_spec(spec)
+    program = generate(lower_cuda(pipeline, schedule))
+    check_program(program, spec)
+    return CudaPipeline(program, None, spec, _defaults(pipeline), pipeline,
+                        driver=driver if driver is not None else NoopDriver(),
+                        interpreted=interpreted)
 
 
 def emulate_cuda(pipeline, schedule):

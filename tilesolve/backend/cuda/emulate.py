@@ -24,6 +24,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 from pathlib import Path
@@ -33,6 +34,7 @@ import numpy as np
 from ...errors import LoweringError, RealizeError
 from ...lower.regions import RegionCheck
 from .plan import CudaProgram, bind_arguments, run_plan
+from .prepared import arg_format, arg_offsets
 from .runtime import check_inputs
 
 SHIM = Path(__file__).with_name("cuda_cpu_shim.h")
@@ -40,7 +42,7 @@ GUARD = 64                      # guard elements on each side of every buffer
 CXX_FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
              "-fno-strict-aliasing", "-w")
 
-__all__ = ["EmulatedPipeline", "emulation_source", "build_library", "EmulationError"]
+__all__ = ["EmulatedPipeline", "ShimDriver", "emulation_source", "build_library", "EmulationError"]
 
 
 class EmulationError(LoweringError):
@@ -201,3 +203,83 @@ class EmulatedPipeline:
         if not outs:
             raise RealizeError(f"pipeline {self.program.name} has no output buffer")
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+class ShimDriver:
+    """The driver interface of ``runtime.CudaPipeline`` (``drivers.py``) on the CPU shim:
+    device memory is host memory (each block poisoned, inside guard zones checked after
+    every launch), a launch runs the kernel's g++ build with its arguments read from the
+    packed argument buffer at the offsets CUDA would read them.  With it the prepared
+    path (argument structs, the arena's shared offsets) runs and is checked on the CPU:
+
+        CudaPipeline(program, None, driver=ShimDriver(program), pipeline=pipe)
+    """
+
+    name = "CPU shim"
+    has_events = False
+    PAD = 256
+
+    def __init__(self, program: CudaProgram):
+        self.lib = build_library(program)
+        self.lib.ts_last_error.restype = ctypes.c_char_p
+        self.blocks: dict = {}                  # address -> (array, start, nbytes, tag)
+        self.launches = 0
+
+    def load(self, program, cubin=None) -> dict:
+        return {k.name: (k, getattr(self.lib, f"ts_launch_{k.name}"), arg_offsets(k))
+                for k in program.kernels}
+
+    def mem_alloc(self, nbytes: int, tag=None) -> int:
+        nbytes = max(1, int(nbytes))
+        full = np.empty(nbytes + 3 * self.PAD, dtype=np.uint8)
+        start = -full.ctypes.data % self.PAD + self.PAD        # 256-aligned, a pad before
+        full.fill(0xFF)                                         # NaN floats, -1 integers
+        ptr = full.ctypes.data + start
+        self.blocks[ptr] = (full, start, nbytes, tag)
+        return ptr
+
+    def mem_free(self, ptr: int) -> None:
+        del self.blocks[ptr]
+
+    def memcpy_htod(self, ptr: int, array) -> None:
+        ctypes.memmove(ptr, np.ascontiguousarray(array).ctypes.data, array.nbytes)
+
+    def memcpy_dtoh(self, array, ptr: int) -> None:
+        ctypes.memmove(array.ctypes.data, ptr, array.nbytes)
+
+    def launcher(self, function, fmt: str):
+        kernel, fn, offsets = function
+        n = max(len(offsets), 1)
+
+        def launch(grid, block, argbuf, shared=0, stream=None):
+            buf = ctypes.create_string_buffer(bytes(argbuf), max(len(argbuf), 1))
+            base = ctypes.addressof(buf)
+            argv = (ctypes.c_void_p * n)(*(base + o for o in offsets))
+            self._run(kernel, fn, grid, block, argv)
+        return launch
+
+    def call(self, function, grid, block, args) -> None:
+        kernel = function[0]
+        vals = [int(a) if p.kind == "buffer" else np.asarray(a).item()
+                for p, a in zip(kernel.params, args)]
+        self.launcher(function, "")(grid, block, struct.pack(arg_format(kernel), *vals))
+
+    def _run(self, kernel, fn, grid, block, argv) -> None:
+        dims = (ctypes.c_uint * 6)(*grid, *block)
+        if fn(dims, argv) != 0:
+            raise EmulationError(f"kernel {kernel.name} (grid {grid}, block {block}): "
+                                 f"{self.lib.ts_last_error().decode()}")
+        self.launches += 1
+        for ptr, (full, start, nbytes, tag) in self.blocks.items():
+            if not ((full[:start] == 0xFF).all() and (full[start + nbytes:] == 0xFF).all()):
+                raise EmulationError(f"kernel {kernel.name} wrote outside device block {tag} "
+                                     f"(grid {grid}, block {block})")
+
+    def synchronize(self) -> None:
+        pass
+
+    def events(self):
+        return None
+
+    def elapsed_ms(self, start, end):
+        return None
