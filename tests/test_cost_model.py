@@ -117,9 +117,14 @@ def test_gpu_columns_respect_hard_constraints():
     assert seen_feasible > 0
 
 
-def test_missing_estimates_are_listed():
-    with pytest.raises(SolverError, match=r"missing estimates for outputs: blur_y \(2 sizes\)"):
-        Problem(blur_pipeline(), load_spec("xeon-e5-2620v3"), {})
+def test_missing_estimates_take_the_defaults():
+    """No estimates: the output gets the default sizes, and the input, whose extent the
+    boundary condition reads, the output's."""
+    from tilesolve.solver.problem import DEFAULT_EXTENT
+    p = Problem(blur_pipeline(), load_spec("xeon-e5-2620v3"), {})
+    assert p.estimates["blur_y"] == [DEFAULT_EXTENT, DEFAULT_EXTENT]
+    assert all(p.estimates[n] == [DEFAULT_EXTENT, DEFAULT_EXTENT]
+               for n in p.pipeline.images)
 
 
 def test_estimate_of_wrong_rank():
