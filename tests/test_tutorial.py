@@ -26,12 +26,18 @@ SPEC = "xeon-e5-2620v3"
 
 
 def test_lesson_01_a_func_over_a_grid():
+    """``f.realize(sizes)`` solves and compiles the Func's pipeline once, then runs it."""
     gradient = ts.Func("gradient")
     gradient[x, y] = x + y
-    out = ts.reference.realize(ts.Pipeline(gradient), [800, 600])
+    out = gradient.realize([800, 600], spec=SPEC)
     assert out.shape == (600, 800) and out.dtype == np.int32
     yy, xx = np.mgrid[0:600, 0:800]
     np.testing.assert_array_equal(out, xx + yy)
+    np.testing.assert_array_equal(gradient.realize([3, 2], spec=SPEC), [[0, 1, 2], [1, 2, 3]])
+    np.testing.assert_array_equal(ts.reference.realize(ts.Pipeline(gradient), [800, 600]), out)
+    gradient.set_estimates([4000, 3000])                      # what the solver assumes
+    with pytest.raises(ts.PipelineError, match="set_estimates takes a list of positive"):
+        gradient.set_estimates([0, 3])
 
 
 def test_lesson_02_brighten_an_input_image():

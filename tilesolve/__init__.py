@@ -42,6 +42,17 @@ from .model.types import (Type, bool_, float32, float64, int8, int16, int32,  # 
 __version__ = "0.1.0"
 
 
+def _func_realize(self, sizes, **inputs_and_params):
+    """Solve (once) and compile (once) the pipeline of this Func alone, then run it:
+    ``f.realize([W, H], input=img)``; ``spec=`` (default "host") and ``method=`` (default
+    "auto") choose the solve (``tilesolve.driver.realize_func``)."""
+    from .driver import realize_func
+    return realize_func(self, sizes, **inputs_and_params)
+
+
+Func.realize = _func_realize
+
+
 def __getattr__(name):
     # Later phases are imported lazily so that importing tilesolve stays cheap
     # and a phase can be used before the ones to its right exist.

@@ -12,13 +12,17 @@ backend's (lower, generate, JIT).  Importing this module imports
 """
 from __future__ import annotations
 
+import weakref
+
 from . import distributed  # noqa: F401  (CompiledPipeline.to_dask)
 from .backend.compile import compile  # noqa: A004  (ts.compile)
 from .backend.cuda import lower_cuda
 from .errors import ScheduleError, SolverError
 from .solver import Solution, solve, solve_k_best
 
-__all__ = ["solve_schedule", "compile", "lowerable_schedule"]
+__all__ = ["solve_schedule", "compile", "lowerable_schedule", "realize_func"]
+
+_REALIZED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
@@ -69,3 +73,24 @@ def lowerable_schedule(pipeline, solution: Solution):
                 raise
             at_root = solution.with_root(at_root, e.func)
     return sched
+
+
+def realize_func(func, sizes, *, spec="host", method: str = "auto", **inputs_and_params):
+    """``func.realize(sizes, **inputs)``: the pipeline of ``func`` alone, solved for
+    ``spec`` with ``method`` and compiled on the first call (estimates: the Func's own,
+    from ``set_estimates``, else ``sizes``; inputs as given), then run; later calls reuse
+    the compiled code (solved schedules run at any size) until ``func`` gains a
+    definition or the spec or method changes."""
+    import numpy as np
+
+    from .model.pipeline import Pipeline
+    key = (getattr(spec, "name", spec), method, len(func.definitions()))
+    hit = _REALIZED.get(func)
+    if hit is None or hit[0] != key:
+        pipe = Pipeline(func)
+        est = {func.name: func.estimates or ([] if func.is_scalar else list(sizes))}
+        for name, v in inputs_and_params.items():
+            if name in pipe.images and isinstance(v, np.ndarray):
+                est[name] = list(reversed(v.shape))
+        hit = _REALIZED[func] = (key, compile(pipe, solve_schedule(pipe, spec, est, method)))
+    return hit[1].realize(sizes, **inputs_and_params)

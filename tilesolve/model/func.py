@@ -51,6 +51,7 @@ class Func:
         self._pure: Definition | None = None
         self._updates: list[Definition] = []
         self.is_scalar = False       # zero-dimensional: f[()] = ...
+        self.estimates: list | None = None     # set_estimates: sizes the solver assumes
 
     # -- introspection ---------------------------------------------------------
     def defined(self) -> bool:
@@ -86,6 +87,17 @@ class Func:
 
     def definitions(self) -> tuple:
         return (self.pure,) + tuple(self._updates)
+
+    def set_estimates(self, sizes) -> "Func":
+        """The sizes the solver assumes for this Func as an output when the estimates
+        passed to it do not name it (innermost first; ``[]`` for a zero-dimensional
+        Func)."""
+        if not isinstance(sizes, (list, tuple)) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in sizes):
+            raise PipelineError(f"Func {self.name}: set_estimates takes a list of positive "
+                                f"ints (innermost first), got {sizes!r}")
+        self.estimates = list(sizes)
+        return self
 
     def _need_defined(self):
         if self._pure is None:

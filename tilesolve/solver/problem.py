@@ -480,5 +480,6 @@ def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
     for o in pipeline.output_names:
         if o not in estimates:
             f = pipeline.funcs[o]
-            estimates[o] = [1] if f.is_scalar else default_sizes(f.dimensions())
+            estimates[o] = ([1] if f.is_scalar else list(f.estimates) if f.estimates
+                            else default_sizes(f.dimensions()))
     return estimates
