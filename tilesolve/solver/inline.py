@@ -41,6 +41,17 @@ GATHER_OPS = 8
 # A Func whose value is one load plus index arithmetic (a boundary condition,
 # a crop, a transpose) is inlined when its index math is at most this much.
 DATA_MOVEMENT_OPS = 16
+# A Func that reads its producers at two or more points multiplies the points they
+# are read at, in every consumer it is inlined into.  Inlined, a Func is one copy of
+# its value per distinct point its final consumers read it at; through a chain of
+# stencils each level is read at one more point than the level above (a 2-tap
+# stencil k levels down at k + 1), so the final consumer's value, and every pass
+# over it, grows with the square of the chain's length.  A trivial Func that reads
+# two or more points is inlined only where its final consumers read it at no more
+# than this many distinct points (harris' Ixy, read by 3x3 sums: 9, the most among
+# the benchmark apps), which keeps an inlined value within this many copies of
+# the definitions it holds.
+MAX_TRIVIAL_STENCIL_SITES = 16
 
 
 def data_dependent(call: E.Call) -> bool:
@@ -239,18 +250,21 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             continue
         ops = _variant_ops(f.pure.value) + GATHER_OPS * _gathers(f.pure.value)
         n_calls = sum(1 for n in walk(f.pure.value) if isinstance(n, E.Call))
+
+        def trivial() -> bool:
+            return ops <= TRIVIAL_OPS and (n_calls < 2 or sum(map(len, sites.in_finals(
+                name, inlined).values())) <= MAX_TRIVIAL_STENCIL_SITES)
         ok = False
         if n_calls == 1 and ops <= DATA_MOVEMENT_OPS:
             ok = True
         elif any(not _injective(call.args) for _, _, call, _ in direct):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
             data_dep = any(data_dependent(call) for _, _, call, _ in direct)
-            ok = not data_dep and ops <= TRIVIAL_OPS
+            ok = not data_dep and trivial()
         elif ops <= TRIVIAL_OPS:
-            ok = True
+            ok = trivial()
         else:
-            finals = sites.in_finals(name, inlined)
-            evals = site_evaluations(finals, regions, pure)
+            evals = site_evaluations(sites.in_finals(name, inlined), regions, pure)
             ok = inlining_pays(ops + n_calls, _points(regions, name), evals)[0]
         if ok:
             inlined.add(name)
