@@ -189,11 +189,26 @@ class Names:
         self._exprs: dict[int, tuple] = {}
 
     def of_expr(self, e: E.Expr) -> frozenset:
-        hit = self._exprs.get(id(e))
-        if hit is None:
-            names = frozenset(n.target.name for n in walk(e) if isinstance(n, E.Call))
-            hit = self._exprs[id(e)] = (e, names)
-        return hit[1]
+        """Every node below ``e`` is cached too, each from its children's (one visit
+        a node: asked of every node of a deep DAG, as box walks do, it stays linear)."""
+        memo = self._exprs
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        stack = [(e, False)]
+        while stack:
+            n, ready = stack.pop()
+            if id(n) in memo:
+                continue
+            if not ready:
+                stack.append((n, True))
+                stack.extend((c, False) for c in expr_children(n) if id(c) not in memo)
+                continue
+            names = frozenset().union(*(memo[id(c)][1] for c in expr_children(n)))
+            if isinstance(n, E.Call):
+                names = names | {n.target.name}
+            memo[id(n)] = (n, names)
+        return memo[id(e)][1]
 
     def own(self, s: L.Stmt) -> frozenset:
         """Names used by the Exprs ``s`` holds directly (plus what it provides)."""
