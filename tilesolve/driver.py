@@ -18,7 +18,10 @@ from . import distributed  # noqa: F401  (CompiledPipeline.to_dask)
 from .backend.compile import compile  # noqa: A004  (ts.compile)
 from .backend.cuda import lower_cuda
 from .errors import ScheduleError, SolverError
+from .model.schedule_classes import SizeClass, SizeClasses
 from .solver import Solution, solve, solve_k_best
+from .solver.ranges import ranges_of, solve_range
+from .specs import load_spec
 
 __all__ = ["solve_schedule", "compile", "lowerable_schedule", "realize_func"]
 
@@ -27,7 +30,7 @@ _REALIZED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
                    time_limit: float = 10.0, seed: int = 0, k: int = 1, fixed=None,
-                   **options):
+                   max_classes: int = 3, **options):
     """Solve for a schedule of ``pipeline`` on ``hw_spec`` (a HardwareSpec, a spec
     name or a YAML path).  ``estimates`` maps output and input names to sizes
     (innermost first) and Param names to values; input sizes are inferred from the
@@ -41,6 +44,11 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
     solved schedule cannot take (a loop of a Func left to the solver) is a
     ``ScheduleError`` naming it.
 
+    A range estimate, ``{"out": ([256, 256], [8192, 8192])}`` (min and max sizes), gives
+    a ``SizeClasses``: up to ``max_classes`` schedules, each for a class of the output's
+    sizes (``solver.ranges``: three point solves, each with a third of ``time_limit``);
+    ``ts.compile`` builds them all and dispatches each realize on its sizes.
+
     ``k > 1``: a list of up to ``k`` distinct schedules, best first under the model
     (the ILP with no-good cuts, whatever ``method`` says), each with its predicted cost
     and ``provenance.rank``; the first is the ILP's answer."""
@@ -51,6 +59,19 @@ def solve_schedule(pipeline, hw_spec, estimates=None, method: str = "auto",
         return [lowerable_schedule(pipeline, s)
                 for s in solve_k_best(pipeline, hw_spec, estimates, k, time_limit, seed,
                                       fixed, **options)]
+    ranges = ranges_of(estimates)
+    if ranges:
+        if k != 1:
+            raise SolverError("solve_schedule: k > 1 is for point estimates, not ranges")
+        spec = load_spec(hw_spec)
+        classes, out = solve_range(
+            lambda est: solve(pipeline, spec, est, method, time_limit / 3, seed, fixed,
+                              **options),
+            pipeline, spec, estimates, max_classes=max_classes)
+        return SizeClasses(pipeline, out, tuple(
+            SizeClass(lo, hi, lowerable_schedule(pipeline, sol), sizes, ratio)
+            for lo, hi, sol, sizes, ratio in classes), ranges,
+            {"method": method, "spec": spec.name, "max_classes": max_classes})
     solution = solve(pipeline, hw_spec, estimates, method, time_limit, seed, fixed, **options)
     return lowerable_schedule(pipeline, solution)
 

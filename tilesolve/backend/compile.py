@@ -20,6 +20,8 @@ import time
 
 from ..errors import PipelineError, ScheduleError, TilesolveError
 from ..model.pipeline import Pipeline
+from ..model.schedule_classes import SizeClasses
+from .dispatch import compile_classes
 
 __all__ = ["compile", "compile_lowered"]
 
@@ -94,6 +96,11 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     from .cpu.jit import DiskCache, default_cache_dir
     from .cpu.parallel import resolve_num_threads
 
+    if isinstance(schedule, SizeClasses):           # a schedule for a range of sizes
+        if schedule.pipeline is not pipeline:
+            raise ScheduleError("ts.compile: the schedule was made for a different Pipeline")
+        return compile_classes(compile, schedule, target=target, num_threads=num_threads,
+                               cache_dir=cache_dir, checked=checked, profile=profile)
     _check_arguments(pipeline, schedule)
     kind, spec = _route(schedule, target)
     if kind == "cuda" and checked:

@@ -79,10 +79,12 @@ def schedule_problem(pipeline, spec, estimates, schedule) -> Problem:
     prov = getattr(schedule, "provenance", None)
     try:
         inlined = prov.get("inlined") if prov is not None else None
+        if inlined is None and prov is not None and prov.get("groups"):
+            inlined = ()              # a solved schedule that inlined nothing
     except AttributeError:
         inlined = None
     return Problem(pipeline, spec, estimates,
-                   inlined=frozenset(inlined) if inlined else None)
+                   inlined=frozenset(inlined) if inlined is not None else None)
 
 
 def predict_cost(pipeline, schedule, spec, estimates) -> float:
