@@ -34,6 +34,7 @@ from .model.func import Func  # noqa: F401
 from .model.params import ImageParam  # noqa: F401
 from .model.pipeline import Pipeline  # noqa: F401
 from .model.rdom import RDom  # noqa: F401
+from .model.schedule import Schedule  # noqa: F401
 from .model.reductions import maximum, minimum, product  # noqa: F401
 from .model.reductions import sum  # noqa: F401,A001
 from .model.types import (Type, bool_, float32, float64, int8, int16, int32,  # noqa: F401
@@ -53,13 +54,22 @@ def _func_realize(self, sizes, **inputs_and_params):
 Func.realize = _func_realize
 
 
+def _schedule_loop_nest(self, sizes, *, input_sizes=None, params=None) -> str:
+    """The loop nest with concrete bounds for output sizes ``sizes`` (like Halide's
+    ``print_loop_nest``; ``tilesolve.analysis.loopnest``)."""
+    from .analysis.loopnest import loop_nest
+    return loop_nest(self, sizes, input_sizes=input_sizes, params=params)
+
+
+Schedule.loop_nest = _schedule_loop_nest
+
+
 def __getattr__(name):
     # Later phases are imported lazily so that importing tilesolve stays cheap
     # and a phase can be used before the ones to its right exist.
     import importlib
     lazy = {
         "reference": ("tilesolve.reference", None),
-        "Schedule": ("tilesolve.model.schedule", "Schedule"),
         "compile": ("tilesolve.driver", "compile"),
         "load_spec": ("tilesolve.specs", "load_spec"),
         "HardwareSpec": ("tilesolve.specs", "HardwareSpec"),

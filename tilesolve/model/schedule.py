@@ -13,7 +13,8 @@ returns a Func's value.  Defaults: outputs are computed and stored at root,
 every other Func is inlined; loops are the definitions' own, all serial.
 
 ``print(s)`` shows the equivalent Python code; ``to_json``/``from_json``
-round-trip exactly; ``loop_nest(sizes)`` shows the loops with concrete bounds.
+round-trip exactly; ``loop_nest(sizes)`` shows the loops with concrete bounds (it
+needs the interval engine: ``analysis/loopnest.py``, which the package root attaches).
 """
 from __future__ import annotations
 
@@ -220,9 +221,3 @@ class Schedule:
         its directives."""
         from .schedule_io import from_json
         return from_json(text, pipeline)
-
-    def loop_nest(self, sizes, *, input_sizes=None, params=None) -> str:
-        """The loop nest with concrete bounds for output sizes ``sizes`` (like
-        Halide's ``print_loop_nest``)."""
-        from .schedule_loopnest import loop_nest
-        return loop_nest(self, sizes, input_sizes=input_sizes, params=params)

@@ -15,28 +15,21 @@ A loop that is one of the definition's own variables shows the values it
 takes (``for y in [-1, 32]``); a loop made by ``split``/``fuse`` shows its
 iteration count (``for yo in [0, 149]``: 150 iterations).  A Func computed at
 a consumer's loop shows the region it computes in the *first* iteration of
-that loop (and of every loop outside it).  Regions come from
-``tilesolve.analysis.intervals``; tails are not shown (a split's inner loop
+that loop (and of every loop outside it).  Regions come from the interval
+engine (``analysis.intervals``); tails are not shown (a split's inner loop
 always shows ``[0, factor - 1]``).  Inlined Funcs do not appear.
 """
 from __future__ import annotations
 
 from ..errors import BoundsError, ScheduleError
-from . import expr as E
-from .evaluate import extent_key
-from .pipeline import definition_exprs
-from .schedule_types import Split
+from ..model import expr as E
+from ..model.evaluate import extent_key
+from ..model.pipeline import definition_exprs
+from ..model.schedule_types import Split
+from . import intervals
 
 _KIND_WORD = {"serial": "for", "parallel": "parallel", "vectorized": "vectorized",
               "unrolled": "unrolled", "gpu_block": "gpu_block", "gpu_thread": "gpu_thread"}
-
-
-def _intervals():
-    try:
-        from ..analysis import intervals
-    except ImportError as e:  # pragma: no cover - the analysis phase is missing
-        raise NotImplementedError(f"loop_nest needs tilesolve.analysis.intervals ({e})") from None
-    return intervals
 
 
 class _Nest:
@@ -89,7 +82,7 @@ def _num(v):
 
 class _Printer:
     def __init__(self, s, sizes, input_sizes, params):
-        iv = _intervals()
+        iv = intervals
         self.iv, self.s, self.p = iv, s, s.pipeline
         self.funcs = s.func_schedules()
         self.roots = iv.required_regions(self.p, sizes, input_sizes=input_sizes, params=params)
@@ -218,5 +211,7 @@ class _Printer:
 
 
 def loop_nest(s, sizes, *, input_sizes=None, params=None) -> str:
+    """The loop nest of Schedule ``s`` with concrete bounds for output sizes ``sizes``
+    (like Halide's ``print_loop_nest``); ``s.loop_nest(...)`` calls it."""
     s.validate()
     return _Printer(s, sizes, input_sizes, params).run()
