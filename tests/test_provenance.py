@@ -88,3 +88,22 @@ def test_unknown_keys_are_kept_not_dropped():
     p = Provenance.from_dict({"method": "greedy", "predicted_cost": 1.0, "note": "by hand"})
     assert p["note"] == "by hand" and p.to_dict()["note"] == "by hand"
     assert p != Provenance("greedy", 1.0)
+
+
+def test_explain_says_why_a_group_is_fused():
+    """Each fused group records its members' cost apart; explain() prints the saving
+    and the terms that moved, and the record survives the JSON round trip."""
+    import tilesolve as ts
+    from tilesolve.apps import get_app
+    pipe, est = get_app("unsharp").build()
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", est, method="greedy")
+    fused = [g for g in s.provenance.groups if len(g.members) > 1]
+    assert fused and all(g.apart is not None for g in fused)
+    g = fused[0]
+    assert sum(g.apart.values()) > g.cost.total          # fusing paid for itself
+    text = s.explain()
+    assert "against" in text and "apart (saves" in text and "loads" in text
+    again = ts.Schedule.from_json(s.to_json(), pipe)
+    from tilesolve.solver.provenance import Provenance
+    prov = Provenance.from_dict(again.provenance)
+    assert prov.groups[0].why_fused() == g.why_fused()

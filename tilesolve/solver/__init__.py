@@ -94,16 +94,18 @@ def _check_arguments(pipeline, estimates, method, time_limit, seed, options) -> 
 
 
 class Solution(NamedTuple):
-    """What :func:`solve` chose: ``columns`` (group, tiling, cost) of ``problem``."""
+    """What :func:`solve` chose: ``columns`` (group, tiling, cost) of ``problem``,
+    priced by ``model``."""
     problem: Problem
     columns: list
     provenance: Provenance
+    model: CostModel | None = None
 
     def schedule(self, at_root=frozenset()):
         """The Schedule of the chosen columns; on a GPU spec the Funcs in ``at_root``
         are computed at root, in kernels of their own."""
         return schedule_from_columns(self.problem, self.columns, self.provenance,
-                                     at_root=at_root)
+                                     at_root=at_root, model=self.model)
 
     def with_root(self, at_root: set, name: str) -> set:
         """``at_root`` plus ``name`` and the members of its group that it reads."""
@@ -153,7 +155,7 @@ def solve(pipeline, hw_spec, estimates=None, method: str = "auto",
                               f"the package {e.name or e}, which does not import: {e}; install "
                               "it, or use method='greedy' or 'beam'") from None
     prov = prov.replace(solve_time=round(time.perf_counter() - t0, 4), spec=spec.name)
-    return Solution(problem, columns, prov)
+    return Solution(problem, columns, prov, model)
 
 
 def solve_k_best(pipeline, hw_spec, estimates=None, k: int = 5, time_limit: float = 10.0,
@@ -174,7 +176,7 @@ def solve_k_best(pipeline, hw_spec, estimates=None, k: int = 5, time_limit: floa
     problem, model, _ = refine_inlining(Problem(pipeline, spec, estimates, fixed=fixed))
     answers = solve_ilp_k_best(model, k, time_limit=time_limit, seed=seed, **options)
     dt = round(time.perf_counter() - t0, 4)
-    return [Solution(problem, cols, prov.replace(solve_time=dt, spec=spec.name))
+    return [Solution(problem, cols, prov.replace(solve_time=dt, spec=spec.name), model)
             for cols, prov in answers]
 
 

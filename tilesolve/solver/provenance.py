@@ -66,23 +66,43 @@ class GroupRecord:
     members: tuple               # sorted, output included
     tiling: tuple                # per pure dim of the output: tile extent or None
     cost: Cost
+    apart: dict | None = None    # fused groups: the cost terms of the members apart
 
     def to_dict(self) -> dict:
-        return {"output": self.output, "members": list(self.members),
-                "tiling": list(self.tiling), "cost": self.cost.to_dict()}
+        out = {"output": self.output, "members": list(self.members),
+               "tiling": list(self.tiling), "cost": self.cost.to_dict()}
+        if self.apart is not None:
+            out["apart"] = dict(self.apart)
+        return out
 
     @staticmethod
     def from_dict(d: dict) -> "GroupRecord":
         return GroupRecord(d["output"], tuple(d["members"]), tuple(d["tiling"]),
-                           Cost.from_dict(d["cost"]))
+                           Cost.from_dict(d["cost"]), d.get("apart"))
+
+    def why_fused(self) -> str | None:
+        """Why the group is fused, in the model's terms: its cost against its members
+        each at root at its own best tiling, and the terms that moved most."""
+        if self.apart is None or len(self.members) < 2:
+            return None
+        mine, apart = self.cost.terms(), self.apart
+        total_apart = sum(apart.values())
+        delta = {k: mine.get(k, 0.0) - apart.get(k, 0.0) for k in set(mine) | set(apart)}
+        moved = sorted((k for k in delta if delta[k]), key=lambda k: -abs(delta[k]))[:3]
+        saved = total_apart - sum(mine.values())
+        pct = 100.0 * saved / total_apart if total_apart else 0.0
+        terms = ", ".join(f"{k} {delta[k]:+.3g}" for k in moved)
+        return (f"fused: {sum(mine.values()):.6g} against {total_apart:.6g} apart (saves "
+                f"{pct:.1f}%): {terms}")
 
     def lines(self) -> list:
         prods = [m for m in self.members if m != self.output]
         tl = "untiled" if all(t is None for t in self.tiling) else "x".join(
             "*" if t is None else str(t) for t in self.tiling)
         head = self.output + (f" <- {', '.join(prods)}" if prods else "")
+        why = self.why_fused()
         return [f"{head}   tile {tl}, {self.cost.n_tiles} tiles"] + [
-            "    " + ln for ln in self.cost.describe_lines()]
+            "    " + ln for ln in self.cost.describe_lines() + ([why] if why else [])]
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

@@ -33,6 +33,7 @@ from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.schedule import Schedule
 from ..model.schedule_io import replay
+from .space import Group
 
 
 def _try(fn, *args, **kw):
@@ -384,10 +385,25 @@ def in_group_callees(problem, columns, name) -> set:
     return {name}
 
 
-def schedule_from_columns(problem, columns, provenance, at_root=frozenset()) -> Schedule:
+def apart_terms(model, group) -> dict | None:
+    """The cost terms of ``group``'s members, each a group of its own at its cheapest
+    tiling, summed (None where one has no feasible tiling): what fusing them saves."""
+    out: dict = {}
+    for m in group.members:
+        best = model.best(Group.singleton(m))
+        if best is None:
+            return None
+        for k, v in best[1].terms().items():
+            out[k] = out.get(k, 0.0) + v
+    return out
+
+
+def schedule_from_columns(problem, columns, provenance, at_root=frozenset(),
+                          model=None) -> Schedule:
     """A Schedule computing each group as chosen; inlined Funcs stay inline.
     Its ``provenance`` is ``provenance`` (a ``Provenance``) with the groups and
-    the inlined Funcs recorded.  GPU: the producers in ``at_root`` are computed at
+    the inlined Funcs recorded (with ``model``, each fused group's members' cost apart:
+    ``GroupRecord.why_fused``).  GPU: the producers in ``at_root`` are computed at
     root (kernels of their own) rather than per block of their group's output."""
     from .provenance import GroupRecord
     target = "cuda" if problem.spec.is_gpu else "cpu"
@@ -399,7 +415,9 @@ def schedule_from_columns(problem, columns, provenance, at_root=frozenset()) -> 
             _cpu_group(problem, s, group, tiling)
     if problem.fixed is not None:
         s = with_fixed(problem, s)
-    groups = tuple(GroupRecord(g.output, tuple(sorted(g.members)), tuple(t.sizes), c)
+    groups = tuple(GroupRecord(g.output, tuple(sorted(g.members)), tuple(t.sizes), c,
+                               apart_terms(model, g) if model is not None
+                               and len(g.members) > 1 else None)
                    for g, t, c in columns)
     s.provenance = provenance.replace(groups=groups, inlined=tuple(sorted(problem.inlined)))
     return s
