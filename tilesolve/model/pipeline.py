@@ -119,6 +119,7 @@ class Pipeline:
             path = " -> ".join([cycle[0][0]] + [v for _, v in cycle])
             raise PipelineError(f"the pipeline has a cycle: {path}")
         self.graph = graph
+        self._output_names = tuple(o.name for o in self.outputs)   # as the graph knows them
         order = list(nx.lexicographical_topological_sort(graph))
         self.funcs: dict[str, Func] = {n: funcs[n] for n in order if n in funcs}
         self.images: dict[str, ImageParam] = dict(sorted(images.items()))
@@ -134,7 +135,7 @@ class Pipeline:
     # -- queries -------------------------------------------------------------------
     @property
     def output_names(self) -> tuple[str, ...]:
-        return tuple(o.name for o in self.outputs)
+        return self._output_names
 
     def func(self, name: str) -> Func:
         try:

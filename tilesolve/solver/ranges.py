@@ -32,7 +32,9 @@ def is_range(v) -> bool:
 def ranges_of(estimates) -> dict:
     """name -> (lo, hi) for the range estimates; ``SolverError`` for a malformed one."""
     out = {}
-    for name, v in (estimates or {}).items():
+    if not isinstance(estimates, dict):
+        return out                     # solve() names the argument's error
+    for name, v in estimates.items():
         if not is_range(v):
             continue
         lo, hi = list(v[0]), list(v[1])
