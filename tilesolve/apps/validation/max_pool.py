@@ -1,0 +1,35 @@
+"""MAX_POOL: 3x3 max pooling, stride 2, over uint8 with channels innermost (after Halide's
+``apps/hannk``): ``output(c, x, y) = max over the taps inside the input`` (``_pool``: an
+RDom whose ``where`` predicate skips the taps outside), an update with no pure
+definition.  1 Func.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import tilesolve as ts
+
+from .._common import paper_or
+from . import _pool as P
+
+PAPER_SIZE = [64, 112, 112]
+SMALL_SIZE = [8, 17, 13]
+
+
+def build(sizes=None):
+    c, x, y = ts.Var("c"), ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.uint8, 3, "input")
+    r, tap = P.window(inp, c, x, y)
+    out = ts.Func("output")
+    out[c, x, y] = ts.cast(ts.uint8, 0)
+    out[c, x, y] = ts.max(out[c, x, y], tap)
+    return ts.Pipeline(out), P.estimates(paper_or(sizes, PAPER_SIZE), "output")
+
+
+def make_inputs(sizes, seed: int = 0):
+    return P.make_inputs(sizes, seed)
+
+
+def numpy_reference(inputs, sizes):
+    _, w, h = sizes
+    return P.np_windows(inputs["input"], w, h).max(axis=0).astype(np.uint8)
