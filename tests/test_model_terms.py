@@ -370,16 +370,17 @@ def test_an_update_shorter_than_the_lanes_is_priced_scalar(monkeypatch):
     assert ratio() < 1.2
 
 
-def test_a_root_buffer_over_the_heap_cache_pays_its_page_faults(monkeypatch):
+def test_a_root_buffer_over_the_heap_cache_pays_its_page_faults():
     """max_filter's vert at root is 1.3 GB: over the runtime heap cache's 1 GB it is
     mapped afresh and faulted in on every realize (beam's schedule with it at root:
-    434 ms, against 222 ms with a 4 GB cache and 127 ms for greedy's tiles)."""
+    434 ms, against 222 ms with a 4 GB cache and 127 ms for greedy's tiles).  The limit
+    is the spec's heap_cache_bytes (the default 1 GiB when it has none)."""
     from tilesolve.solver.cost import FIRST_TOUCH_WORD_LOADS
     pipe, est = get_app("max_filter").build()
 
     def vert_stores(mb):
-        monkeypatch.setenv("TILESOLVE_HEAP_CACHE_MB", str(mb))
-        p = Problem(pipe, PINNED, est)
+        spec = PINNED if mb == 1024 else dataclasses.replace(PINNED, heap_cache_bytes=mb << 20)
+        p = Problem(pipe, spec, est)
         m = CostModel(p)
         c = m.cost(Group.singleton("vert"), Tiling.untiled(len(p.regions["vert"])))
         return c.stores, p.region_points("vert"), p.spec.load_cost
@@ -388,3 +389,16 @@ def test_a_root_buffer_over_the_heap_cache_pays_its_page_faults(monkeypatch):
     assert points * 4 > 1 << 30                         # 1.3 GB of float32
     assert large == pytest.approx(points * load_cost)
     assert small == pytest.approx(points * load_cost * (1 + FIRST_TOUCH_WORD_LOADS))
+
+
+def test_the_solver_reads_no_environment(monkeypatch):
+    """The heap cache's limit reaches the cost model through the spec only: with a named
+    spec, TILESOLVE_HEAP_CACHE_MB changes nothing the solver prices."""
+    pipe, est = get_app("max_filter").build()
+
+    def cost(mb):
+        monkeypatch.setenv("TILESOLVE_HEAP_CACHE_MB", str(mb))
+        p = Problem(pipe, PINNED, est)
+        return CostModel(p).cost(Group.singleton("vert"),
+                                 Tiling.untiled(len(p.regions["vert"]))).total
+    assert cost(0) == cost(8192)

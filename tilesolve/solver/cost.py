@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from ..analysis.footprint import MenuFacts, box_extents
-from ..heap_limit import limit_from_env
+from ..heap_limit import DEFAULT_LIMIT_MB
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
 from .cost_terms import (L2_WORD_OPS, block_choice, intermediate_words,
@@ -300,7 +300,9 @@ class CostModel:
         self._off_menu: dict = {}
         self._sweeps: dict = {}
         self.evaluations = 0        # columns costed
-        self.heap_limit = limit_from_env()   # the runtime heap cache's (first_touch_words)
+        # the runtime heap cache's limit (first_touch_words): the spec's, else the default
+        self.heap_limit = (self.spec.heap_cache_bytes if self.spec.heap_cache_bytes is not None
+                           else DEFAULT_LIMIT_MB << 20)
         self.greedy = None          # greedy_groups' answer on this model (memoized)
 
     # -- the solvers' interface ------------------------------------------------------

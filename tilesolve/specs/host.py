@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Set
 
+from ..heap_limit import limit_from_env
 from .spec import HardwareSpec
 
 __all__ = ["detect_host", "measure_memory_bandwidth", "host_fingerprint", "DEFAULT_BANDWIDTH_GBS",
@@ -273,4 +274,5 @@ def detect_host(*, measure_bandwidth: bool = True, cache_dir: Optional[Path] = N
         "load_cost": LOAD_COST,
         "vector_multiple": VECTOR_MULTIPLE,
         "cache_for_tiles": 2 if 2 in levels else levels[-1],
+        "heap_cache_bytes": limit_from_env(),
     }, source="host (detected)")

@@ -50,6 +50,10 @@ def _pos_int(v: Any) -> Any:
     return v if _is_int(v) and v > 0 else _BAD
 
 
+def _nonneg_int(v: Any) -> Any:
+    return v if _is_int(v) and v >= 0 else _BAD
+
+
 def _pow2_int(v: Any) -> Any:
     return v if _is_int(v) and v > 0 and v & (v - 1) == 0 else _BAD
 
@@ -112,6 +116,8 @@ RULES: Tuple[Rule, ...] = (
     Rule("vector_multiple", "cpu", _POS, _pos_int),
     Rule("cache_for_tiles", "cpu", "a positive integer (a cache level)", _pos_int),
     Rule("stream_miss_loads", "cpu", "a non-negative number (loads)", _nonneg_number,
+         optional=True),
+    Rule("heap_cache_bytes", "cpu", "a non-negative integer (bytes)", _nonneg_int,
          optional=True),
     Rule("compute_capability", "gpu", 'a string like "9.0" (quote it in YAML)', _capability),
     Rule("sm_count", "gpu", _POS, _pos_int),

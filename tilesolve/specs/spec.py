@@ -55,6 +55,7 @@ class HardwareSpec:
     vector_multiple: Optional[int] = None
     cache_for_tiles: Optional[int] = None
     stream_miss_loads: Optional[float] = None
+    heap_cache_bytes: Optional[int] = None
     # --- GPU ----------------------------------------------------------------
     compute_capability: Optional[str] = None
     sm_count: Optional[int] = None
