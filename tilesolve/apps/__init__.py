@@ -15,6 +15,10 @@ Every app module has the same interface:
     from tilesolve.apps import get_app
     app = get_app("blur")
     pipe, est = app.build()
+
+Two more suites follow the same protocol (``suite(name)``): ``validation``
+(``tilesolve/apps/validation``: pipelines nobody tuned the autoscheduler for) and
+``random`` (``random_pipelines``: seeded random pipelines).
 """
 from __future__ import annotations
 
@@ -54,3 +58,21 @@ def get_app(name: str) -> ModuleType:
         return APPS[name]
     except KeyError:
         raise KeyError(f"no app named {name!r}; the apps are: {', '.join(APPS)}") from None
+
+
+SUITES = ("apps", "validation", "random")
+
+
+def suite(name: str, random_count: int = 5, random_seed: int = 0) -> dict:
+    """The pipelines of suite ``name`` (``SUITES``) by name, each with the app protocol:
+    ``apps`` (``APPS``), ``validation`` or ``random`` (seeds ``random_seed`` ..
+    ``random_seed + random_count - 1``)."""
+    if name == "apps":
+        return dict(APPS)
+    if name == "validation":
+        from .validation import PIPELINES
+        return dict(PIPELINES)
+    if name == "random":
+        from .random_pipelines import random_suite
+        return random_suite(random_count, random_seed)
+    raise KeyError(f"no suite named {name!r}; the suites are: {', '.join(SUITES)}")

@@ -21,6 +21,7 @@ __all__ = ["Record", "FIELDS", "environment"]
 class Record:
     app: str
     method: str
+    suite: str = "apps"
     funcs: int | None = None
     backend: str = "tilesolve-cpu"
     schedule_from: str | None = None

@@ -19,6 +19,9 @@ Per app (inputs are made once per app and size, and reused by every method):
    machine's speed then costs every row alike, and the ratios between rows are
    taken within one run.
 
+``suites`` picks the registries (``tilesolve.apps.SUITES``): the app suite (the
+default), the validation suite, random pipelines; every record names its suite.
+
 An app whose small case needs other build parameters (``SMALL_BUILD``, e.g.
 fewer pyramid levels) is verified on that small pipeline, solved and
 compiled with the same method; the note in the table says so.
@@ -38,7 +41,7 @@ from . import methods as M
 from .record import Record, environment
 
 __all__ = ["BenchOptions", "BenchResult", "run_bench", "app_names", "get_app", "time_rounds",
-           "reusing_output"]
+           "reusing_output", "suite_names", "select_apps"]
 
 SIZES = ("small", "paper")
 
@@ -55,6 +58,9 @@ class BenchOptions:
     halide_autoschedulers: list | None = None   # None: all of them
     seed: int = 0
     tune_budget: float | None = None  # seconds per autotune row (None: methods' default)
+    suites: list | None = None        # tilesolve.apps.SUITES names; None: the app suite
+    random_count: int = 5             # the random suite: how many pipelines,
+    random_seed: int = 0              # and the first one's seed
 
 
 @dataclass
@@ -101,6 +107,40 @@ def get_app(name: str):
     listed = apps.APPS
     return listed[name] if isinstance(listed, dict) else __import__(f"tilesolve.apps.{name}",
                                                                      fromlist=["build"])
+
+
+def suite_names(suite: str, opts: BenchOptions) -> list:
+    """The names of the pipelines of ``suite`` (``app_names()`` for the app suite)."""
+    if suite == "apps":
+        return app_names()
+    return list(_suite(suite, opts))
+
+
+def _suite(suite: str, opts: BenchOptions) -> dict:
+    from ..apps import SUITES
+    from ..apps import suite as registry
+    if suite not in SUITES:
+        raise TilesolveError(f"unknown suite {suite!r}; valid suites: {', '.join(SUITES)}")
+    return registry(suite, opts.random_count, opts.random_seed)
+
+
+def select_apps(opts: BenchOptions) -> dict:
+    """name -> (suite, app) for the suites of ``opts`` (``opts.apps`` filters the names,
+    which must each be in one of them)."""
+    chosen = {}
+    for suite in opts.suites or ["apps"]:
+        names = suite_names(suite, opts)
+        pick = [n for n in names if opts.apps is None or n in opts.apps]
+        if suite == "apps":
+            chosen.update((n, (suite, get_app(n))) for n in pick)
+        else:
+            members = _suite(suite, opts)
+            chosen.update((n, (suite, members[n])) for n in pick)
+    missing = [n for n in opts.apps or () if n not in chosen]
+    if missing:
+        raise TilesolveError(f"unknown app {missing[0]!r} in the suites "
+                             f"{', '.join(opts.suites or ['apps'])}")
+    return chosen
 
 
 def _accepted(fn, params: dict) -> dict:
@@ -207,8 +247,8 @@ def set_times(rec: Record, times: list) -> None:
 class AppRun:
     """Everything about one app that the methods (and the Halide rows) share."""
 
-    def __init__(self, name, app, opts: BenchOptions):
-        self.name, self.app, self.opts = name, app, opts
+    def __init__(self, name, app, opts: BenchOptions, suite: str = "apps"):
+        self.name, self.app, self.opts, self.suite = name, app, opts, suite
         small_params = dict(getattr(app, "SMALL_BUILD", {}) or {})
         if opts.size == "small":
             self.run = Case(app, app.SMALL_SIZE, small_params, opts.seed)
@@ -249,7 +289,8 @@ class AppRun:
         return self.check.pipeline is not self.run.pipeline
 
     def record(self, method: str, env: dict, **kw) -> Record:
-        r = Record(app=self.name, method=method, funcs=len(self.run.pipeline.funcs),
+        r = Record(app=self.name, suite=self.suite, method=method,
+                   funcs=len(self.run.pipeline.funcs),
                    size=self.opts.size, sizes=list(self.run.sizes),
                    check_sizes=list(self.check.sizes), **kw)
         for k, v in env.items():
@@ -349,8 +390,8 @@ def _tune_options(method: str, opts: BenchOptions, inputs: dict, progress) -> di
     return {"tune_budget": opts.tune_budget, "inputs": inputs, "tune_progress": progress}
 
 
-def _bare_record(name, method, opts, env) -> Record:
-    r = Record(app=name, method=method, size=opts.size)
+def _bare_record(name, suite, method, opts, env) -> Record:
+    r = Record(app=name, suite=suite, method=method, size=opts.size)
     for k, v in env.items():
         setattr(r, k, v)
     return r
@@ -368,14 +409,17 @@ def _speedups(records: list) -> None:
 
 
 def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> BenchResult:
-    """Run the bench; ``apps`` maps names to app objects (default: ``tilesolve.apps``)."""
+    """Run the bench; ``apps`` maps names to app objects (default: the suites of
+    ``opts``, ``select_apps``), taken as the first of ``opts.suites``."""
     from ..specs import load_spec
     progress = progress or Progress(enabled=False)
     if opts.size not in SIZES:
         raise TilesolveError(f"unknown size {opts.size!r}; valid sizes: {', '.join(SIZES)}")
     if apps is None:
-        names = opts.apps or app_names()
-        apps = {n: get_app(n) for n in names}
+        apps = select_apps(opts)
+    else:
+        suite = (opts.suites or ["apps"])[0]
+        apps = {n: (suite, a) for n, a in apps.items()}
     methods = list(opts.methods or M.ALL_METHODS)
     for m in methods:
         if m not in M.VALID_METHODS:
@@ -398,11 +442,11 @@ def run_bench(opts: BenchOptions, progress=None, apps: dict | None = None) -> Be
 
 def _run_apps(result, apps, methods, spec, env, opts, progress) -> None:
     ok, why = M.reference_status()
-    for name, app in apps.items():
+    for name, (suite, app) in apps.items():
         stage, ar = "build", None
         try:
             with progress.step(f"{name}: building the pipeline and inputs ({opts.size})"):
-                ar = AppRun(name, app, opts)
+                ar = AppRun(name, app, opts, suite)
                 stage = "inputs"
                 ar.run.inputs, ar.check.inputs
             if ok:
@@ -413,7 +457,8 @@ def _run_apps(result, apps, methods, spec, env, opts, progress) -> None:
         except Exception as exc:      # every method of this app is reported as an error
             progress.log(f"{name}: ERROR in {stage}: {type(exc).__name__}: {exc}")
             for m in methods:
-                rec = ar.record(m, env) if ar is not None else _bare_record(name, m, opts, env)
+                rec = ar.record(m, env) if ar is not None else _bare_record(name, suite, m, opts,
+                                                                            env)
                 rec.error(stage, exc)
                 result.records.append(rec)
             continue
