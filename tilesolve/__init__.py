@@ -64,6 +64,18 @@ def _schedule_loop_nest(self, sizes, *, input_sizes=None, params=None) -> str:
 Schedule.loop_nest = _schedule_loop_nest
 
 
+def _schedule_to_html(self, *, estimates=None, profile=None, title=None) -> str:
+    """A self-contained HTML page picturing the schedule: the pipeline DAG with the
+    solver's groups as clusters, each group's tile over its output, the predicted cost
+    split per group, and with ``profile=`` (``compiled.profile()``) the measured time
+    per Func beside it (``tilesolve.viz``; docs/explain.md)."""
+    from .viz import schedule_html
+    return schedule_html(self, estimates=estimates, profile=profile, title=title)
+
+
+Schedule.to_html = _schedule_to_html
+
+
 def __getattr__(name):
     # Later phases are imported lazily so that importing tilesolve stays cheap
     # and a phase can be used before the ones to its right exist.

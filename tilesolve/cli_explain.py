@@ -1,7 +1,7 @@
 """``tilesolve explain``: what a solver chose for an app, and what the compilers make of it.
 
     tilesolve explain APP [--method M] [--spec S] [--size small|paper]
-                          [--ir] [--ir-out DIR] [--profile] [--runs N]
+                          [--ir] [--ir-out DIR] [--profile] [--runs N] [--html FILE]
 
 * always: the schedule (as code) and its explanation (``Schedule.explain()``: groups,
   tilings, the predicted cost split);
@@ -12,7 +12,10 @@
 * ``--ir-out DIR``: both written to ``DIR/<app>.<method>.loop_ir.txt`` and
   ``DIR/<app>.<method>.halide.stmt`` (printed too only with ``--ir``);
 * ``--profile``: the schedule compiled with ``profile=True``, run ``--runs`` times on the
-  app's seeded inputs, and the profile table (time per Func, parallel utilization).
+  app's seeded inputs, and the profile table (time per Func, parallel utilization);
+* ``--html FILE``: a picture of the schedule written to FILE (``tilesolve.viz``: the DAG
+  with the groups as clusters, each group's tile, the predicted cost split), with the
+  measured time per Func beside the prediction when ``--profile`` is given too.
 
 The app is built at its small size (with its ``SMALL_BUILD`` parameters) unless
 ``--size paper``. ``main_explain(argv)`` returns the exit status: 0, 1 when a step
@@ -49,6 +52,9 @@ def explain_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", action="store_true",
                    help="compile with profile=True, run, print the time per Func")
     p.add_argument("--runs", type=int, default=3, help="runs to profile (default 3)")
+    p.add_argument("--html", metavar="FILE",
+                   help="write a picture of the schedule (HTML: the DAG and its groups, the "
+                        "tiles, the cost split; with --profile, the measured times) to FILE")
     return p
 
 
@@ -64,6 +70,12 @@ def main_explain(argv, out=None) -> int:
     if args.runs < 1:
         sys.stderr.write("tilesolve explain: error: --runs must be at least 1\n")
         return 2
+    if args.html is not None:
+        folder = os.path.dirname(os.path.abspath(args.html))
+        if os.path.isdir(args.html) or not os.path.isdir(folder):
+            sys.stderr.write(f"tilesolve explain: error: --html {args.html}: not a file name in "
+                             "an existing folder\n")
+            return 2
     try:
         return _explain(args, out)
     except TilesolveError as exc:
@@ -94,6 +106,7 @@ def _explain(args, out) -> int:
             out.write(f"{explain()}\n")
     if args.ir or args.ir_out:
         _irs(args, case.pipeline, sched, out)
+    profile = None
     if args.profile:
         import tilesolve as ts
         fast = ts.compile(case.pipeline, sched, profile=True)
@@ -101,6 +114,18 @@ def _explain(args, out) -> int:
             fast.realize(case.sizes, **case.inputs)
         out.write(f"\n== profile ({args.runs} runs at {case.sizes}) ==\n"
                   f"{fast.profile_report()}\n")
+        profile = fast.profile()
+    if args.html:
+        if sched is None:
+            sys.stderr.write("tilesolve explain: error: --html: method "
+                             f"{args.method} gives no schedule to draw\n")
+            return 1
+        from .viz import schedule_html
+        page = schedule_html(sched, estimates=case.estimates, profile=profile,
+                             title=f"{args.app}: {args.method} schedule on {spec.name}")
+        with open(args.html, "w") as f:
+            f.write(page)
+        out.write(f"wrote {args.html}\n")
     return 0
 
 

@@ -3,6 +3,8 @@
     tilesolve bench                                  # every app, every method, small size
     tilesolve bench --apps blur,harris --methods naive,greedy --size paper --repeat 10
     tilesolve bench --compare-halide --json out.json --csv out.csv
+    tilesolve bench --compare-halide --plot ratios.svg     # and draw the ratios to Halide
+    tilesolve bench --plot ratios.svg --from out.json      # draw a run written before
 
 Exit status: 0 when every row is ok (or unavailable), 1 when a check FAILs or
 a tilesolve step errors (an error inside Halide is listed, not counted), 2 for bad options (unknown app/method names list the valid ones),
@@ -85,6 +87,16 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                         "(mullapudi2016, adams2019, li2018; default: all)")
     p.add_argument("--json", metavar="FILE", help="write the records as JSON")
     p.add_argument("--csv", metavar="FILE", help="write the records as CSV")
+    p.add_argument("--plot", metavar="FILE",
+                   help="draw tilesolve's run time over each Halide autoscheduler's, per app, "
+                        "on a log scale (.svg or .html; .png or .pdf need matplotlib): of this "
+                        "run (with --compare-halide), or of --from's")
+    p.add_argument("--from", dest="from_json", metavar="JSON",
+                   help="with --plot: draw a bench JSON written before (--json) instead of "
+                        "running the bench")
+    p.add_argument("--plot-method", metavar="M", default=None,
+                   help="with --plot: the tilesolve method compared (default: the first solver "
+                        "method of the run)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--dask", type=positive_int, default=None, metavar="N",
                    help="instead: scaling of chunked runs on a Dask LocalCluster of 1..N "
@@ -107,8 +119,14 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
         twice = sorted({n for n in names or () if names.count(n) > 1})
         if twice:
             p.error(f"--{opt.replace('_', '-')} lists {twice[0]!r} more than once")
-    for opt in ("json", "csv"):
-        path = getattr(args, opt)
+    if getattr(args, "from_json", None) and not getattr(args, "plot", None):
+        p.error("--from draws a bench JSON: give --plot FILE too")
+    if getattr(args, "plot", None) and not getattr(args, "from_json", None) and not getattr(
+            args, "compare_halide", False):
+        p.error("--plot draws the ratios to Halide's autoschedulers: give --compare-halide "
+                "too, or --from a bench JSON that has them")
+    for opt in ("json", "csv", "plot"):
+        path = getattr(args, opt, None)
         if path is not None:
             folder = os.path.dirname(os.path.abspath(path))
             if os.path.isdir(path):
@@ -142,10 +160,12 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
 
 def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int:
     """Run ``tilesolve bench`` with parsed ``args``; the exit status."""
-    from .table import format_table, write_csv, write_json
+    from .table import bench_doc, format_table, write_csv, write_json
     out = sys.stdout if out is None else out
     err = sys.stderr if err is None else err
     _validate(parser, args)
+    if getattr(args, "from_json", None):
+        return _plot(args, _read_json_doc(args.from_json, err), err)
     if getattr(args, "dask", None):
         from ..distributed.bench import main_dask
         return main_dask(args, out, err)
@@ -183,7 +203,35 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
     if args.csv:
         write_csv(args.csv, result.records)
         progress.log(f"wrote {args.csv}")
+    if getattr(args, "plot", None) and _plot(
+            args, bench_doc(result.records, result.environment, options), err) != 0:
+        return 1
     return 130 if result.interrupted else (0 if result.ok else 1)
+
+
+def _read_json_doc(path: str, err):
+    """The bench JSON at ``path``, or None after saying on ``err`` why it cannot be read."""
+    from .table import read_json
+    try:
+        return read_json(path)
+    except TilesolveError as exc:
+        err.write(f"tilesolve bench: error: --from: {exc}\n")
+        return None
+
+
+def _plot(args, doc, err) -> int:
+    """Draw the ratios of ``doc`` to ``--plot``; the exit status (2: nothing to draw)."""
+    if doc is None:
+        return 2
+    from ..viz.bench_plot import write_plot
+    try:
+        br = write_plot(args.plot, doc, getattr(args, "plot_method", None))
+    except TilesolveError as exc:
+        err.write(f"tilesolve bench: error: --plot: {exc}\n")
+        return 2
+    err.write(f"wrote {args.plot}: {len(br.ratio)} ratios of {br.ours} to "
+              f"{', '.join(br.series)} over {len(br.apps)} apps\n")
+    return 0
 
 
 def _no_gpu_for(spec) -> str | None:

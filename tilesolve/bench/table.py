@@ -8,9 +8,10 @@ import csv
 import json
 import math
 
+from ..errors import TilesolveError
 from .record import FIELDS
 
-__all__ = ["format_table", "write_json", "write_csv"]
+__all__ = ["format_table", "bench_doc", "write_json", "read_json", "write_csv"]
 
 COLUMNS = ("app", "Funcs", "method", "solve s", "compile s", "cached s", "run ms min/median",
            "speedup", "pred cost", "check")
@@ -115,13 +116,34 @@ def _first_per_app(records):
     return out
 
 
-def write_json(path, records, environment: dict, options: dict | None = None) -> None:
+def bench_doc(records, environment: dict, options: dict | None = None) -> dict:
     """``{"tilesolve_bench": 1, "environment": {...}, "options": {...}, "records": [...]}``."""
-    doc = {"tilesolve_bench": 1, "environment": environment, "options": options or {},
-           "records": [_clean(r.to_dict()) for r in records]}
+    return {"tilesolve_bench": 1, "environment": environment, "options": options or {},
+            "records": [_clean(r.to_dict()) for r in records]}
+
+
+def write_json(path, records, environment: dict, options: dict | None = None) -> None:
+    """``bench_doc`` as a JSON file."""
+    doc = bench_doc(records, environment, options)
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+
+
+def read_json(path) -> dict:
+    """A file ``write_json`` wrote, checked: its dict (records as plain dicts)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise TilesolveError(f"bench JSON {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise TilesolveError(f"bench JSON {path}: not JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("tilesolve_bench") != 1 or not isinstance(
+            doc.get("records"), list):
+        raise TilesolveError(f"bench JSON {path}: not a `tilesolve bench --json` file (no "
+                             "\"tilesolve_bench\": 1 with a list of \"records\")")
+    return doc
 
 
 def _clean(d: dict) -> dict:
