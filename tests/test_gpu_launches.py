@@ -51,3 +51,23 @@ def test_loops_outside_the_block_loops_become_blocks():
     assert n <= len(prog.kernels)
     out = C.emulate_cuda(pipe, sched).realize([64, 8, 4, 3], inp=a)
     np.testing.assert_allclose(out, a * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("app", sorted(APPS))
+def test_no_kernel_runs_in_more_than_a_thousand_one_warp_blocks(app):
+    """At the paper size, every kernel of the solver's h100 schedule launches blocks of
+    more than one warp, or at most 1,000 of them (root producers run in blocks of
+    ROOT_BLOCK_ROWS warps; the tiling menu offers one-warp blocks only where few)."""
+    import math
+
+    from tilesolve.solver.tilings import MAX_ONE_WARP_BLOCKS
+    mod = APPS[app]
+    pipe, est = mod.build()
+    s = ts.solve_schedule(pipe, "h100", est, method="greedy")
+    noop = C.noop_cuda(pipe, s, "h100")
+    sizes = {o: est[o] for o in pipe.output_names}
+    inputs = {n: np.zeros(tuple(reversed(est[n])), img.type.dtype)
+              for n, img in pipe.images.items()}
+    for r in noop.launch_records(sizes, **inputs):
+        assert math.prod(r.block) > 32 or math.prod(r.grid) <= MAX_ONE_WARP_BLOCKS, \
+            (r.kernel, r.grid, r.block)

@@ -8,7 +8,10 @@ stay untiled (their loop runs inside the tile).  Plus the untiled column.
 
 GPU: thread blocks: the innermost dimension takes warp-friendly extents
 (8..256), the next 1..32, with the block's thread count a multiple of the warp
-size and at most ``max_threads_per_block``.  Outer dimensions stay untiled.
+size and at most ``max_threads_per_block``.  Outer dimensions stay untiled (one
+point of each per block).  Blocks of one warp are offered only where they make at
+most ``MAX_ONE_WARP_BLOCKS`` blocks: beyond, each block's launch and scheduling cost
+outweighs its warp's work, which the cost model does not see.
 """
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ CPU_INNER = (1, 2, 4, 8, 16, 32)          # times the innermost tile multiple
 CPU_OUTER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 GPU_INNER = (8, 16, 32, 64, 128, 256)
 GPU_OUTER = (1, 2, 4, 8, 16, 32)
+MAX_ONE_WARP_BLOCKS = 1000
 
 
 def _tiled_dims(region) -> list[int]:
@@ -45,9 +49,16 @@ def candidate_tilings(problem, group) -> list[Tiling]:
             dims = [0]
         inner = dims[0]
         outer = dims[1] if len(dims) > 1 else None
+        beyond = 1
+        for i in range(max(dims) + 1, nd):
+            beyond *= exts[i]
         for a in GPU_INNER:
             for b in (GPU_OUTER if outer is not None else (1,)):
                 if a * b > spec.max_threads_per_block or (a * b) % spec.warp_size:
+                    continue
+                blocks = -(-exts[inner] // a) * (-(-exts[outer] // b) if outer is not None
+                                                  else 1) * beyond
+                if a * b <= spec.warp_size and blocks > MAX_ONE_WARP_BLOCKS:
                     continue
                 sizes = [None] * nd
                 sizes[inner] = a
