@@ -102,7 +102,8 @@ def plot_svg(br: BenchRatios) -> str:
         parts.append(el("line", x1=left, y1=y(t), x2=width - 20, y2=y(t),
                         stroke="#333" if t == 1.0 else "#ddd",
                         stroke_width=1.2 if t == 1.0 else 0.8))
-        parts.append(text(left - 6, y(t) + 4, f"{t:g}", font_size=10, text_anchor="end"))
+        tick = f"1/{round(1 / t)}" if t < 1 else f"{t:g}"
+        parts.append(text(left - 6, y(t) + 4, tick, font_size=10, text_anchor="end"))
         t *= 2
     for i, app in enumerate(br.apps):
         x0 = left + i * group_w + gap / 2
@@ -110,7 +111,8 @@ def plot_svg(br: BenchRatios) -> str:
             x = x0 + k * bar_w
             r = br.ratio.get((app, s))
             if r is None:
-                parts.append(el("g", el("title", f"{app} vs {s}: no ratio ({br.missing.get((app, s), '')})"),
+                why = br.missing.get((app, s), "")
+                parts.append(el("g", el("title", f"{app} vs {s}: no ratio ({why})"),
                                 text(x + bar_w / 2, y(1.0) - 3, "x", font_size=10,
                                      text_anchor="middle", fill="#a00"), class_="missing",
                                 data_app=app, data_series=s))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from .groups import time_text
 from .svg import document, el, text
 
 __all__ = ["dag_svg", "GROUP_COLOURS", "group_colour"]
@@ -95,7 +96,7 @@ def dag_svg(pipeline, groups, inlined, *, captions=None, measured=None) -> str:
     measured = measured or {}
 
     def label(n):
-        return f"{n}  {measured[n]:.3g} ms" if n in measured else n
+        return f"{n}  {time_text(measured[n])}" if n in measured else n
 
     def title(i):
         cap = (captions or {}).get(i, "")

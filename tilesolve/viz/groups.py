@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .svg import document, el, text
 
-__all__ = ["tile_svg", "cost_svg", "TERM_COLOURS"]
+__all__ = ["tile_svg", "cost_svg", "time_text", "TERM_COLOURS"]
 
 TERM_COLOURS = {"arith": "#4e79a7", "lanes": "#a0cbe8", "registers": "#f28e2b",
                 "reduction": "#ffbe7d", "l1": "#59a14f", "loads": "#e15759",
@@ -12,6 +12,11 @@ TERM_COLOURS = {"arith": "#4e79a7", "lanes": "#a0cbe8", "registers": "#f28e2b",
                 "streams": "#edc948"}
 BOX_W, BOX_H = 240, 150
 MAX_LINES = 64               # grid lines drawn per dimension; beyond, the first tile only
+
+
+def time_text(ms: float) -> str:
+    """Milliseconds as short text: ``12.3 ms``, ``0.25 ms``, under 0.1 ms in µs."""
+    return f"{ms * 1e3:.3g} µs" if ms < 0.1 else f"{ms:.3g} ms"
 
 
 def tile_svg(tiling, extent, colour: str = "#dbe9f6") -> str:
@@ -74,7 +79,8 @@ def cost_svg(rows) -> str:
     segments by term, and (when measured) its share of the measured time below it.
 
     ``rows``: ``(label, terms dict, measured ms or None)`` per group."""
-    label_w, bar_w, row_h = 150, 420, 22
+    label_w = max([150] + [7 * len(label) + 12 for label, _, _ in rows])
+    bar_w, row_h = 420, 22
     total = sum(sum(max(v, 0.0) for v in t.values()) for _, t, _ in rows) or 1.0
     measured_total = sum(ms for _, _, ms in rows if ms is not None)
     any_measured = any(ms is not None for _, _, ms in rows)
@@ -107,10 +113,10 @@ def cost_svg(rows) -> str:
         if ms is not None:
             share = ms / measured_total if measured_total else 0.0
             w = bar_w * share
-            parts.append(el("rect", el("title", f"{label}: measured {ms:.4g} ms"), x=label_w,
-                            y=y + row_h + 3, width=w, height=row_h - 6, fill="#888",
+            parts.append(el("rect", el("title", f"{label}: measured {time_text(ms)} a run"),
+                            x=label_w, y=y + row_h + 3, width=w, height=row_h - 6, fill="#888",
                             class_="measured"))
             parts.append(text(label_w + w + 6, y + row_h + 15,
-                              f"{ms:.3g} ms ({100 * share:.1f}%)", font_size=11))
+                              f"{time_text(ms)} ({100 * share:.1f}%)", font_size=11))
     width = max(label_w + bar_w + 150, lx + 90)
     return document(width, legend_h + 10 + len(rows) * per, *parts, class_="costs")

@@ -14,7 +14,7 @@ from html import escape
 
 from ..errors import TilesolveError
 from .dag import dag_svg, group_colour
-from .groups import cost_svg, tile_svg
+from .groups import cost_svg, tile_svg, time_text
 
 __all__ = ["schedule_html", "schedule_groups", "measured_ms"]
 
@@ -95,14 +95,15 @@ def _card(i, g, extent, ms) -> str:
     why = g.why_fused()
     timed = ""
     if ms is not None:
-        timed = ("<table><tr><td><b>measured</b></td><td class=\"num\">ms / run</td></tr>" +
-                 "".join(f"<tr><td>{escape(m)}</td><td class=\"num\">{ms[m]:.4g}</td></tr>"
+        timed = ("<table><tr><td><b>measured</b></td><td class=\"num\">a run</td></tr>" +
+                 "".join(f"<tr><td>{escape(m)}</td><td class=\"num\">{time_text(ms[m])}</td></tr>"
                          for m in g.members if m in ms) + "</table>")
     return (f"<div class=\"card\" data-group=\"{i}\" style=\"background:"
             f"linear-gradient({group_colour(i)} 0, {group_colour(i)} 34px, #fff 34px)\">"
             f"<h3>group {i}: {head}</h3>"
             f"{tile_svg(g.tiling, extent, group_colour(i))}"
-            f"<div>{g.cost.n_tiles} tiles, predicted cost {g.cost.total:.6g}</div>"
+            f"<div>{g.cost.n_tiles} tile{'s' if g.cost.n_tiles != 1 else ''}, predicted cost "
+            f"{g.cost.total:.6g}</div>"
             f"<table>{terms}</table>"
             + (f"<p class=\"why\">{escape(why)}</p>" if why else "")
             + timed + "</div>")
@@ -130,9 +131,9 @@ def schedule_html(schedule, *, estimates=None, profile=None, title=None) -> str:
             "<p class=\"legend\"><span>boxes: Funcs (bold: outputs)</span><span>rounded grey: "
             "inputs</span><span>dashed: inlined</span><span>shaded clusters: the solver's "
             "groups (one loop nest each)</span>"
-            + ("<span>ms: measured per run</span>" if ms is not None else "") + "</p>",
-            f"<div class=\"scroll\">{dag_svg(pipeline, groups, inlined, captions=captions, measured=ms)}"
-            "</div>"]
+            + ("<span>times: measured, a run</span>" if ms is not None else "") + "</p>",
+            "<div class=\"scroll\">"
+            f"{dag_svg(pipeline, groups, inlined, captions=captions, measured=ms)}</div>"]
     if groups:
         rows = [(f"group {i}: {g.output}", g.cost.terms(),
                  None if ms is None else sum(ms.get(m, 0.0) for m in g.members))
@@ -151,7 +152,7 @@ def schedule_html(schedule, *, estimates=None, profile=None, title=None) -> str:
         rest = {n: v for n, v in ms.items() if n not in grouped}
         if rest:
             body.append("<h2>Measured, outside the groups</h2><table>" + "".join(
-                f"<tr><td>{escape(n)}</td><td class=\"num\">{v:.4g} ms</td></tr>"
+                f"<tr><td>{escape(n)}</td><td class=\"num\">{time_text(v)}</td></tr>"
                 for n, v in rest.items()) + "</table>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>\n"
