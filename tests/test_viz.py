@@ -180,6 +180,18 @@ def test_bench_plot_from_a_json_file(tmp_path):
     assert main(["bench", "--plot", str(tmp_path / "r.txt"), "--from", str(src)]) == 2
 
 
+def test_bench_plot_png_through_matplotlib_or_a_clear_error(tmp_path):
+    import importlib.util
+    path = tmp_path / "ratios.png"
+    if importlib.util.find_spec("matplotlib") is None:
+        with pytest.raises(TilesolveError, match="need matplotlib"):
+            write_plot(str(path), _bench_doc(["blur"]))
+        assert not path.exists()
+    else:
+        write_plot(str(path), _bench_doc(["blur"]))
+        assert path.read_bytes()[:4] == b"\x89PNG"
+
+
 @pytest.mark.browser
 def test_page_renders_in_a_browser(tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -95,10 +95,14 @@ class GroupRecord:
         return (f"fused: {sum(mine.values()):.6g} against {total_apart:.6g} apart (saves "
                 f"{pct:.1f}%): {terms}")
 
+    def tiling_text(self) -> str:
+        """``16x8``, ``*x1x*`` (``*``: that dimension untiled) or ``untiled``."""
+        return "untiled" if all(t is None for t in self.tiling) else "x".join(
+            "*" if t is None else str(t) for t in self.tiling)
+
     def lines(self) -> list:
         prods = [m for m in self.members if m != self.output]
-        tl = "untiled" if all(t is None for t in self.tiling) else "x".join(
-            "*" if t is None else str(t) for t in self.tiling)
+        tl = self.tiling_text()
         head = self.output + (f" <- {', '.join(prods)}" if prods else "")
         why = self.why_fused()
         return [f"{head}   tile {tl}, {self.cost.n_tiles} tiles"] + [

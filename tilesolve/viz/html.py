@@ -121,11 +121,8 @@ def schedule_html(schedule, *, estimates=None, profile=None, title=None) -> str:
     inlined = {n for n in pipeline.order() if schedule.func_schedule(n).is_inline()}
     extents = _extents(pipeline, estimates)
     title = title or f"schedule of {', '.join(pipeline.output_names)}"
-    captions = {}
-    for i, g in enumerate(groups):
-        tl = "untiled" if all(t is None for t in g.tiling) else "tile " + "x".join(
-            "*" if t is None else str(t) for t in g.tiling)
-        captions[i] = f"{g.output}, {tl}"
+    captions = {i: f"{g.output}, " + ("" if all(t is None for t in g.tiling) else "tile ")
+                + g.tiling_text() for i, g in enumerate(groups)}
     body = [f"<h1>{escape(title)}</h1>", _summary(schedule, groups),
             "<h2>Pipeline</h2>",
             "<p class=\"legend\"><span>boxes: Funcs (bold: outputs)</span><span>rounded grey: "
