@@ -3,9 +3,10 @@
     tilesolve bench [--apps a,b] [--methods m1,m2] [--spec host] [--size small|paper]
                     [--repeat N] [--time-limit S] [--seed N] [--compare-halide]
                     [--halide-autoschedulers a,b] [--json F] [--csv F] [-q]
+                    [--plot F [--from JSON] [--plot-method M]]   # ratios to Halide, drawn
     tilesolve specs [NAME]          # list the hardware specs, or print one as YAML
     tilesolve calibrate [--out F] [--quick] [--base SPEC]   # measure, fit, write a host spec
-    tilesolve explain APP [--method M] [--ir] [--ir-out DIR] [--profile]   # see below
+    tilesolve explain APP [--method M] [--ir] [--ir-out DIR] [--profile] [--html F]
     tilesolve demo [--size W H]     # the blur of DESIGN.md: schedule, compile, check
 
 ``bench`` is documented in ``tilesolve.bench`` (the table, the JSON fields),

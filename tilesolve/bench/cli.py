@@ -125,6 +125,12 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
             args, "compare_halide", False):
         p.error("--plot draws the ratios to Halide's autoschedulers: give --compare-halide "
                 "too, or --from a bench JSON that has them")
+    if getattr(args, "plot", None):
+        from ..viz.bench_plot import check_plot_path
+        try:
+            check_plot_path(args.plot)
+        except TilesolveError as exc:
+            p.error(f"--plot: {exc}")
     for opt in ("json", "csv", "plot"):
         path = getattr(args, opt, None)
         if path is not None:
@@ -224,8 +230,10 @@ def _plot(args, doc, err) -> int:
     if doc is None:
         return 2
     from ..viz.bench_plot import write_plot
+    from .ratios import bench_ratios
     try:
-        br = write_plot(args.plot, doc, getattr(args, "plot_method", None))
+        br = bench_ratios(doc.get("records", []), getattr(args, "plot_method", None))
+        write_plot(args.plot, br)
     except TilesolveError as exc:
         err.write(f"tilesolve bench: error: --plot: {exc}\n")
         return 2

@@ -4,7 +4,7 @@
   explain APP --html FILE``): the pipeline DAG with the solver's groups as clusters,
   each group's tile over its output, the predicted cost split per group and, after
   profiling, the measured time per Func beside it (``html.py``);
-* ``bench_plot(doc)`` (``tilesolve bench --plot FILE``): tilesolve's time over each of
+* ``write_plot(path, ratios)`` (``tilesolve bench --plot FILE``): tilesolve's time over each of
   Halide's autoschedulers, per app, on a log scale (``bench_plot.py``).
 
 The drawing is SVG written here (``svg.py``) with a layered layout over networkx, so

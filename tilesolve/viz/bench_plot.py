@@ -1,82 +1,30 @@
 """``tilesolve bench --plot FILE``: tilesolve's run time over each of Halide's
 autoschedulers', per app, as ratios on a log scale (below 1: tilesolve is faster).
 
-``bench_ratios(records, ours=None)`` reads the records of a bench JSON (plain dicts,
-``bench.table.read_json``): for each app, the fastest run (``run_ms_min``) of the
-tilesolve method ``ours`` (default: the first solver method of the run, naive left out)
-over that of each ``halide-<autoscheduler>`` row.  ``write_plot(path, doc, ours)``
-draws them: ``.svg`` and ``.html`` with the SVG writer here, ``.png`` and ``.pdf`` with
-matplotlib (an optional extra: ``pip install tilesolve[viz]``).
+``write_plot(path, ratios)`` draws a ``bench.ratios.BenchRatios`` (or anything with its
+fields: ``ours``, ``series``, ``apps``, ``ratio``, ``missing``): ``.svg`` and ``.html``
+with the SVG writer here, ``.png`` and ``.pdf`` with matplotlib (an optional extra:
+``pip install tilesolve[viz]``).
 """
 from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 
 from ..errors import TilesolveError
 from .svg import document, el, text
 
-__all__ = ["BenchRatios", "bench_ratios", "plot_svg", "write_plot"]
+__all__ = ["plot_svg", "write_plot", "check_plot_path"]
 
 SERIES_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#9c755f")
-HALIDE_PREFIX = "halide-"
 
 
-@dataclass(frozen=True)
-class BenchRatios:
-    ours: str                    # the tilesolve method compared
-    series: tuple                # Halide autoschedulers, in the order first met
-    apps: tuple                  # apps with a tilesolve time, in the order first met
-    ratio: dict                  # (app, autoscheduler) -> ours / theirs (ms over ms)
-    missing: dict                # (app, autoscheduler) -> why there is no ratio
-
-
-def _ok_ms(r) -> float | None:
-    v = r.get("run_ms_min")
-    return float(v) if r.get("status") == "ok" and isinstance(v, (int, float)) and v > 0 else None
-
-
-def bench_ratios(records, ours: str | None = None) -> BenchRatios:
-    ts_rows = [r for r in records if r.get("backend") == "tilesolve-cpu"
-               and r.get("method") != "naive"]
-    methods = list(dict.fromkeys(r.get("method") for r in ts_rows))
-    if ours is None:
-        if not methods:
-            raise TilesolveError("bench plot: the records hold no tilesolve solver rows (only "
-                                 "naive, or none): nothing to compare")
-        ours = methods[0]
-    elif ours not in methods:
-        raise TilesolveError(f"bench plot: no rows of tilesolve method {ours!r}; the records "
-                             f"have {', '.join(methods) or 'none'}")
-    series = list(dict.fromkeys(r["method"][len(HALIDE_PREFIX):] for r in records
-                                if str(r.get("method", "")).startswith(HALIDE_PREFIX)))
-    if not series:
-        raise TilesolveError("bench plot: the records hold no Halide autoscheduler rows; run "
-                             "`tilesolve bench --compare-halide --json FILE`")
-    mine = {r["app"]: r for r in ts_rows if r.get("method") == ours}
-    theirs = {(r["app"], r["method"][len(HALIDE_PREFIX):]): r for r in records
-              if str(r.get("method", "")).startswith(HALIDE_PREFIX)}
-    ratio, missing = {}, {}
-    for app, r in mine.items():
-        a = _ok_ms(r)
-        for s in series:
-            h = theirs.get((app, s))
-            b = _ok_ms(h) if h is not None else None
-            if a is not None and b is not None:
-                ratio[(app, s)] = a / b
-            else:
-                why = (r if a is None else h or {}).get("detail") or "no row"
-                missing[(app, s)] = f"{ours if a is None else s}: {why}"
-    return BenchRatios(ours, tuple(series), tuple(mine), ratio, missing)
-
-
-def _title(br: BenchRatios) -> str:
+def _title(br) -> str:
     return (f"tilesolve ({br.ours}) run time / Halide autoscheduler's, per app "
             "(log scale; below 1: tilesolve faster)")
 
 
-def plot_svg(br: BenchRatios) -> str:
+def plot_svg(br) -> str:
     """The grouped bar chart as an ``<svg>`` element: one bar per (app, autoscheduler)."""
     vals = list(br.ratio.values()) or [1.0]
     lo = 2.0 ** math.floor(math.log2(min(min(vals), 1.0) / 1.05))
@@ -128,7 +76,7 @@ def plot_svg(br: BenchRatios) -> str:
     return document(width, bottom + 110, *parts, class_="bench-plot")
 
 
-def _plot_matplotlib(path: str, br: BenchRatios) -> None:
+def _plot_matplotlib(path: str, br) -> None:
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -153,16 +101,20 @@ def _plot_matplotlib(path: str, br: BenchRatios) -> None:
     plt.close(fig)
 
 
-def write_plot(path: str, doc: dict, ours: str | None = None) -> BenchRatios:
-    """Draw the ratios of the bench ``doc`` (``read_json``'s dict) to ``path``; the
-    format follows its extension (.svg, .html, .png, .pdf)."""
+def check_plot_path(path: str) -> str:
+    """The plot's format from ``path``'s extension; a TilesolveError for any other."""
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".svg", ".html", ".png", ".pdf"):
         raise TilesolveError(f"bench plot {path}: give a .svg, .html, .png or .pdf file name")
-    br = bench_ratios(doc.get("records", []), ours)
+    return ext
+
+
+def write_plot(path: str, br) -> None:
+    """Draw the ratios ``br`` to ``path``; the format follows its extension."""
+    ext = check_plot_path(path)
     if ext in (".png", ".pdf"):
         _plot_matplotlib(path, br)
-        return br
+        return
     svg = plot_svg(br)
     if ext == ".html":
         from html import escape
@@ -170,4 +122,3 @@ def write_plot(path: str, doc: dict, ours: str | None = None) -> BenchRatios:
                f"{escape(_title(br))}</title></head><body>{svg}</body></html>\n")
     with open(path, "w") as f:
         f.write(svg)
-    return br
