@@ -27,7 +27,8 @@ a resolution level 0-2 (``level`` = how many times it was halved):
   over the input's extents), its running sum (a scan), read back at each pixel as
   histogram equalization does (a data-dependent lookup).
 
-Then ``up`` stages return to level 0, and the last value is the output ``output``.  The
+Then ``up`` stages return to level 0, and the last value, combined by ``max`` with every
+value no stage read (each brought to level 0), is the output ``output``.  The
 structure depends only on the seed; ``sizes`` set the estimates (the realistic sizes
 when None: 1024-2048 by 768-1536, divisible by 4) and ``make_inputs`` the data.
 ``tilesolve bench --suite random --random-count N --random-seed S`` runs seeds S ..
@@ -58,6 +59,7 @@ class Value:
     type: object          # ts.Type
     level: int            # the Func covers (W / 2^level) x (H / 2^level) x C
     tainted: bool         # computed with a transcendental function
+    used: bool = False    # read by a later stage
 
 
 class _Gen:
@@ -77,8 +79,15 @@ class _Gen:
         return ts.Func(f"{kind}{self.count}")
 
     def pick(self, pred=lambda v: True):
-        cands = [v for v in self.values[-4:] if pred(v)] or [v for v in self.values if pred(v)]
-        return cands[int(self.rng.integers(len(cands)))] if cands else None
+        """A value ``pred`` accepts, one no stage reads yet if there is one, else one of
+        the last four; marked as read."""
+        ok = [v for v in self.values if pred(v)]
+        cands = [v for v in ok if not v.used] or [v for v in self.values[-4:] if pred(v)] or ok
+        if not cands:
+            return None
+        v = cands[int(self.rng.integers(len(cands)))]
+        v.used = True
+        return v
 
     def add(self, kind: str, expr, t, level, tainted) -> Value:
         f = self.func(kind)
@@ -139,8 +148,8 @@ class _Gen:
              "absd": lambda: ts.absd(a, ts.cast(v.type, top // 2))}[op]()
         return self.add(op, ts.cast(v.type, e), v.type, v.level, v.tainted)
 
-    def binary(self, v: Value):
-        w = self.pick(lambda u: u.level == v.level and u is not v)
+    def binary(self, v: Value, w: Value | None = None, op: str | None = None):
+        w = w or self.pick(lambda u: u.level == v.level and u is not v)
         if w is None:
             return self.unary(v)
         a, b = v.func[self.x, self.y, self.c], w.func[self.x, self.y, self.c]
@@ -153,7 +162,7 @@ class _Gen:
                     return self.unary(v)
                 b = ts.u8_sat(ts.clamp(b, 0.0, 1.0) * 255.0)
             b = ts.cast(v.type, b)
-        op = _BINARY[int(self.rng.integers(len(_BINARY)))]
+        op = op or _BINARY[int(self.rng.integers(len(_BINARY)))]
         is_f = v.type.is_float()
         e = {"add": lambda: a + b, "sub": lambda: a - b * 0.75 if is_f else a - (b >> 1),
              "min": lambda: ts.min(a, b),
@@ -236,9 +245,14 @@ def _generate(seed: int) -> _Gen:
     g = _Gen(seed)
     for _ in range(int(g.rng.integers(5, 17))):
         g.stage()
+    leaves = [v for v in g.values[1:-1] if not v.used]
     last = g.values[-1]
     while last.level > 0:
         last = g.up(last)
+    for v in leaves:                 # no stage is dead: the output reads every leaf
+        while v.level > 0:
+            v = g.up(v)
+        last = g.binary(last, v, "max")
     out = ts.Func("output")
     out[g.x, g.y, g.c] = last.func[g.x, g.y, g.c]
     g.output = out

@@ -1,4 +1,5 @@
-"""The bench: solve, compile, verify and time the app suite; one table.
+"""The bench: solve, compile, verify and time the app suite (or the validation suite,
+or random pipelines: ``--suite``); one table.
 
 Entry points: ``tilesolve bench`` (``bench/cli.py``) and
 ``runner.run_bench(BenchOptions(...))``.  ``--json FILE`` writes
@@ -6,8 +7,13 @@ Entry points: ``tilesolve bench`` (``bench/cli.py``) and
     {"tilesolve_bench": 1,
      "environment": {spec, cores, threads, date, host, python, numpy, tilesolve, halide},
      "options": {apps, methods, spec, size, repeat, time_limit, compare_halide,
-                 halide_autoschedulers, seed},
+                 halide_autoschedulers, seed, tune_budget, suites, random_count,
+                 random_seed},
+     "suites": {suite: {apps, rows, failed, vs_halide, geomean_vs_halide}},
      "records": [record, ...]}
+
+(``suites``: ``summary.suite_summaries``; ``vs_halide`` maps each app to its fastest
+tilesolve solver row, its fastest Halide autoscheduler row and their ratio.)
 
 and ``--csv FILE`` one line per record with the same fields (lists
 space-separated, missing values empty).  One record per (app, method), plus
@@ -16,7 +22,9 @@ the Halide rows with ``--compare-halide``:
 ==================  ==========================================================
 field               meaning
 ==================  ==========================================================
-app                 app name (``tilesolve.apps``)
+app                 app name (``tilesolve.apps``, or a pipeline of another suite)
+suite               the app's suite: ``apps``, ``validation`` or ``random``
+                    (``tilesolve.apps.SUITES``; ``--suite``)
 method              ``naive``, ``greedy``, ``ilp``, ``beam``,
                     ``halide-mullapudi2016``, ``halide-adams2019``,
                     ``halide-li2018`` or ``ts-schedule@halide``

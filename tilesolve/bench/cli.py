@@ -3,6 +3,8 @@
     tilesolve bench                                  # every app, every method, small size
     tilesolve bench --apps blur,harris --methods naive,greedy --size paper --repeat 10
     tilesolve bench --compare-halide --json out.json --csv out.csv
+    tilesolve bench --suite validation --size paper --methods greedy,auto --compare-halide
+    tilesolve bench --suite random --random-count 10 --random-seed 100
     tilesolve bench --compare-halide --plot ratios.svg     # and draw the ratios to Halide
     tilesolve bench --plot ratios.svg --from out.json      # draw a run written before
 
@@ -19,7 +21,7 @@ import sys
 from ..errors import TilesolveError
 from ..tune.progress import Progress
 from . import methods as M
-from .runner import SIZES, BenchOptions, app_names, run_bench
+from .runner import SIZES, BenchOptions, app_names, run_bench, suite_names
 
 __all__ = ["add_bench_arguments", "main_bench", "positive_int"]
 
@@ -59,8 +61,17 @@ def _positive_float(text: str) -> float:
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", dest="suites", type=_list, default=None, metavar="S1,S2",
+                   help="comma-separated suites among apps (Halide's app suite), validation "
+                        "(pipelines nobody tuned for) and random (random pipelines); each "
+                        "record, the table and the JSON name the suite (default: apps)")
+    p.add_argument("--random-count", type=positive_int, default=5, metavar="N",
+                   help="with --suite random: how many random pipelines (default: 5)")
+    p.add_argument("--random-seed", type=_nonneg_int, default=0, metavar="S",
+                   help="with --suite random: the first pipeline's seed; the others follow "
+                        "(default: 0)")
     p.add_argument("--apps", type=_list, default=None, metavar="A,B",
-                   help="comma-separated app names (default: all)")
+                   help="comma-separated app names of the suites (default: all)")
     p.add_argument("--methods", type=_list, default=None, metavar="M1,M2",
                    help=f"comma-separated methods among {', '.join(M.VALID_METHODS)} (default: "
                         f"{', '.join(M.ALL_METHODS)}; unavailable ones are reported as such)")
@@ -114,7 +125,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 def _validate(p: argparse.ArgumentParser, args) -> None:
     import os
-    for opt in ("apps", "methods", "halide_autoschedulers"):
+    for opt in ("apps", "methods", "halide_autoschedulers", "suites"):
         names = getattr(args, opt)
         twice = sorted({n for n in names or () if names.count(n) > 1})
         if twice:
@@ -152,9 +163,16 @@ def _validate(p: argparse.ArgumentParser, args) -> None:
         if bad or not args.halide_autoschedulers:
             p.error(f"unknown Halide autoscheduler {(bad or [''])[0]!r}; valid: "
                     f"{', '.join(AUTOSCHEDULERS)}")
+    suites = getattr(args, "suites", None) or ["apps"]
+    from ..apps import SUITES
+    bad = [s for s in suites if s not in SUITES]
+    if bad:
+        p.error(f"unknown suite {bad[0]!r}; valid suites: {', '.join(SUITES)}")
     if args.apps is not None:
         try:
-            valid = app_names()
+            valid = [n for s in suites for n in (app_names() if s == "apps" else suite_names(
+                s, BenchOptions(random_count=getattr(args, "random_count", 5),
+                                random_seed=getattr(args, "random_seed", 0))))]
         except TilesolveError as exc:
             p.error(str(exc))
         bad = [a for a in args.apps if a not in valid]
@@ -179,7 +197,10 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
                         repeat=args.repeat, time_limit=args.time_limit,
                         compare_halide=args.compare_halide,
                         halide_autoschedulers=args.halide_autoschedulers, seed=args.seed,
-                        tune_budget=getattr(args, "tune_budget", None))
+                        tune_budget=getattr(args, "tune_budget", None),
+                        suites=getattr(args, "suites", None),
+                        random_count=getattr(args, "random_count", 5),
+                        random_seed=getattr(args, "random_seed", 0))
     reason = _no_gpu_for(opts.spec)
     if reason is not None:
         err.write(f"tilesolve bench: error: spec {opts.spec} is a GPU: timing its CUDA code "
@@ -201,7 +222,8 @@ def main_bench(args, parser: argparse.ArgumentParser, out=None, err=None) -> int
         out.write("INTERRUPTED: the table holds the rows finished before the interruption\n")
     options = {k: getattr(opts, k) for k in ("apps", "methods", "size", "repeat", "time_limit",
                                              "compare_halide", "halide_autoschedulers", "seed",
-                                             "tune_budget")}
+                                             "tune_budget", "suites", "random_count",
+                                             "random_seed")}
     options["spec"] = str(opts.spec)
     if args.json:
         write_json(args.json, result.records, result.environment, options)

@@ -79,7 +79,8 @@ def format_summaries(summaries: dict) -> list:
     """One paragraph per suite: its size, failures, and the ratios to Halide if any."""
     lines = []
     for suite, s in summaries.items():
-        head = (f"suite {suite}: {len(s['apps'])} pipelines, {s['rows']} rows, "
+        n = len(s["apps"])
+        head = (f"suite {suite}: {n} pipeline{'s' * (n != 1)}, {s['rows']} rows, "
                 f"{s['failed']} failed")
         g = s["geomean_vs_halide"]
         if g is None:

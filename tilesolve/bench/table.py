@@ -10,6 +10,7 @@ import math
 
 from ..errors import TilesolveError
 from .record import FIELDS
+from .summary import format_summaries, suite_summaries
 
 __all__ = ["format_table", "bench_doc", "write_json", "read_json", "write_csv"]
 
@@ -56,7 +57,8 @@ def _row(r, note: int | None) -> list:
 
 
 def format_table(records, environment: dict | None = None) -> str:
-    """The table, notes for rows with details, and a loud list of failures."""
+    """The table (a heading per suite when a suite other than the app suite is there),
+    notes for rows with details, each suite's summary, and a loud list of failures."""
     notes, rows = [], []
     for r in records:
         n = None
@@ -78,11 +80,14 @@ def format_table(records, environment: dict | None = None) -> str:
                    f"{environment.get('date')}, host {environment.get('host')}")
     out.append(line(COLUMNS))
     out.append(line(["-" * w for w in widths]))
-    prev = None
+    prev, suite = None, None
+    headings = any(r.suite != "apps" for r in records)
     for r, row in zip(records, rows):
         if prev is not None and r.app != prev:
             out.append("")
-        prev = r.app
+        if headings and r.suite != suite:
+            out.append(f"== suite {r.suite} ==")
+        prev, suite = r.app, r.suite
         out.append(line(row))
     out.append("compile s: the first compile (* = it was already in the on-disk cache); "
                "cached s: compiling again, from the cache")
@@ -93,6 +98,7 @@ def format_table(records, environment: dict | None = None) -> str:
                    "/ this min")
         out.append("sizes: " + ", ".join(f"{r.app} {r.size} {r.sizes} (checked at {r.check_sizes})"
                                          for r in _first_per_app(records)))
+    out.extend(format_summaries(suite_summaries(records)))
     out.extend(notes)
     external = [r for r in records if r.status == "error" and r.backend == "halide"]
     bad = [r for r in records if r.status == "FAIL" or (r.status == "error" and r.backend != "halide")]
@@ -117,8 +123,10 @@ def _first_per_app(records):
 
 
 def bench_doc(records, environment: dict, options: dict | None = None) -> dict:
-    """``{"tilesolve_bench": 1, "environment": {...}, "options": {...}, "records": [...]}``."""
+    """``{"tilesolve_bench": 1, "environment": {...}, "options": {...}, "suites": {...},
+    "records": [...]}``; ``suites``: ``summary.suite_summaries``."""
     return {"tilesolve_bench": 1, "environment": environment, "options": options or {},
+            "suites": suite_summaries(records),
             "records": [_clean(r.to_dict()) for r in records]}
 
 
