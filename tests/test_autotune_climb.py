@@ -3,7 +3,7 @@ neighbours are measured beside it, and the fastest becomes the next base while o
 faster; so a best schedule several steps from the solvers' answers is found.
 
 The timings are faked: a run takes a time that depends only on blur_y's tile, least at
-16 x 2, growing with the distance in doublings.  Every schedule is still compiled and
+4 x 16, growing with the distance in doublings.  Every schedule is still compiled and
 checked against the reference (``Bench.prepare`` is the real one); the budgets leave
 room for those on a slow machine (the fake runs take no time, so a call ends when the
 climb stops, long before its budget)."""
@@ -21,7 +21,7 @@ from tilesolve.tune.candidates import Gatherer
 from tilesolve.tune.climb import CLIMB_ROUNDS
 
 SIZES = [64, 48]
-BEST = (16, 2)
+BEST = (4, 16)
 
 
 def _tile(schedule):
@@ -59,7 +59,8 @@ def landscape(monkeypatch):
 
 def test_the_climb_finds_a_best_tile_several_steps_away(landscape):
     pipe, est = blur.build(SIZES)
-    res = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=False, progress=False)
+    res = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=False,
+                      progress=False)
     gathered = [r for r in res.records if not (r.note or "").startswith("climb")]
     climbed = [r for r in res.records if (r.note or "").startswith("climb")]
     # the solvers and their neighbours miss it; the climb reaches it
@@ -74,7 +75,7 @@ def test_the_climb_finds_a_best_tile_several_steps_away(landscape):
 
 def test_the_climb_comes_after_the_rounds_and_before_the_head_to_head(landscape):
     pipe, est = blur.build(SIZES)
-    res = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=False, progress=False)
+    res = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=False, progress=False)
     calls = landscape
     first_run = calls.index("run")
     later_prepares = calls[first_run:].count("prepare")
@@ -86,7 +87,7 @@ def test_the_climb_comes_after_the_rounds_and_before_the_head_to_head(landscape)
 def test_no_climb_without_its_share_of_the_budget(landscape, monkeypatch):
     monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
     pipe, est = blur.build(SIZES)
-    res = ts.autotune(pipe, "host", estimates=est, budget_s=4, db=False, progress=False)
+    res = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=4, db=False, progress=False)
     assert res.climbed == 0
     assert not any((r.note or "").startswith("climb") for r in res.records)
     assert "climbed" not in res.summary()
@@ -94,7 +95,7 @@ def test_no_climb_without_its_share_of_the_budget(landscape, monkeypatch):
 
 def test_an_untiled_dimension_has_a_tiled_neighbour():
     pipe, est = blur.build(SIZES)
-    g = Gatherer(Problem(pipe, ts.load_spec("host"), est))
+    g = Gatherer(Problem(pipe, ts.load_spec("xeon-e5-2620v3"), est))
     base = g.greedy()
     untiled = [d for d, s in enumerate(base.columns[0][1].sizes) if s is None]
     assert untiled, "greedy tiles every dimension of blur at 64 x 48: pick another case"
@@ -111,9 +112,9 @@ def test_a_second_call_goes_on_from_the_stored_best(landscape, monkeypatch, tmp_
     monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
     pipe, est = blur.build(SIZES)
     path = tmp_path / "tune.sqlite"
-    first = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=path, progress=False)
+    first = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path, progress=False)
     best = min((r for r in first.records if r.ok), key=lambda r: r.measured_ms)
-    again = ts.autotune(pipe, "host", estimates=est, budget_s=12, db=path, progress=False)
+    again = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path, progress=False)
     new = [r for r in again.records if not r.reused]
     assert any(r.source.startswith(f"tile({best.source}: ") for r in new)
     assert again.best_ms < first.best_ms

@@ -191,6 +191,23 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     return True
 
 
+def _enough_tasks(problem, h, names, region, nontrivial) -> str:
+    """The loop to run in parallel for an untiled stage: its outermost non-trivial
+    dimension, fused with the next one (not the vectorized innermost) while it has
+    fewer iterations than the spec's ``parallelism_threshold`` (two channels give two
+    tasks; two channels by their rows, enough)."""
+    outer = nontrivial[-1]
+    var, tasks = names[outer], region[outer][1] - region[outer][0] + 1
+    for inner in reversed(nontrivial[1:-1] if nontrivial[0] == 0 else nontrivial[:-1]):
+        if tasks >= (problem.spec.parallelism_threshold or 1):
+            break
+        fused = f"{names[inner]}_{var}"
+        if not _try(h.fuse, names[inner], var, fused):
+            break
+        var, tasks = fused, tasks * (region[inner][1] - region[inner][0] + 1)
+    return var
+
+
 def _cpu_group(problem, s, group, tiling) -> None:
     out = group.output
     f = problem.func(out)
@@ -203,7 +220,7 @@ def _cpu_group(problem, s, group, tiling) -> None:
         nontrivial = [i for i, (lo, hi) in enumerate(region) if hi > lo]
         _vectorize_inner(problem, h, out, names[0], region[0][1] - region[0][0] + 1)
         if nontrivial and nontrivial[-1] != 0:
-            _try(h.parallel, names[nontrivial[-1]])
+            _try(h.parallel, _enough_tasks(problem, h, names, region, nontrivial))
         _schedule_updates(problem, s, out, True)
         return
     inner_names, tile_var = _tile_loops(h, names, tiled, tiling.sizes)
