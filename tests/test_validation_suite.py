@@ -24,7 +24,7 @@ from pinned import PINNED
 import tilesolve as ts
 from tilesolve.apps import SUITES, suite
 from tilesolve.apps.random_pipelines import _generate, build_random
-from tilesolve.apps.validation import PIPELINES, list_pipelines
+from tilesolve.apps.validation import PIPELINES
 from tilesolve.tune.check import compare, transcendentals
 
 FLOAT_RTOL, FLOAT_ATOL = 1e-5, 1e-6
@@ -52,7 +52,7 @@ def _case(name):
     return pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
 
 
-@pytest.mark.parametrize("name", list_pipelines())
+@pytest.mark.parametrize("name", list(PIPELINES))
 def test_reference_equals_the_numpy_reference(name):
     mod, params, sizes, pipe, est, inputs = _small(name)
     got = _outputs(ts.reference.realize(pipe, sizes, **inputs))
@@ -70,7 +70,7 @@ def test_reference_equals_the_numpy_reference(name):
             np.testing.assert_allclose(g, w, rtol=FLOAT_RTOL, atol=FLOAT_ATOL)
 
 
-@pytest.mark.parametrize("name", [_case(n) for n in list_pipelines()])
+@pytest.mark.parametrize("name", [_case(n) for n in list(PIPELINES)])
 def test_greedy_schedule_compiled_equals_the_reference(name):
     _, _, sizes, pipe, est, inputs = _small(name)
     sched = ts.solve_schedule(pipe, PINNED, estimates=est, method="greedy")
@@ -83,7 +83,7 @@ def test_greedy_schedule_compiled_equals_the_reference(name):
 
 def test_estimates_name_every_output_and_input():
     assert len(PIPELINES) >= 15
-    for name in list_pipelines():
+    for name in list(PIPELINES):
         mod = PIPELINES[name]
         pipe, est = mod.build(None, **(getattr(mod, "SMALL_BUILD", {}) or {}))
         assert set(est) == set(pipe.output_names) | set(pipe.images), name

@@ -111,7 +111,8 @@ class _Gen:
             return self.add("stencil", e, v.type, v.level, v.tainted)
         shift = int(math.ceil(math.log2(raw.sum())))
         wide = _WIDER[str(v.type)]
-        e = sum(int(wi) * ts.cast(wide, v.func[x + dx, y + dy, c]) for wi, (dx, dy) in zip(raw, offs))
+        e = sum(int(wi) * ts.cast(wide, v.func[x + dx, y + dy, c])
+                for wi, (dx, dy) in zip(raw, offs))
         return self.add("stencil", ts.cast(v.type, e >> shift), v.type, v.level, v.tainted)
 
     def down(self, v: Value):

@@ -18,8 +18,8 @@ and bit shifts, a 5-level pyramid with boundary conditions on every level, pooli
 over predicated RDoms, a guided upsampling grid, a uint16 histogram over the whole
 image, min/max sorting networks.
 
-    from tilesolve.apps.validation import get_pipeline
-    pipe, est = get_pipeline("haar").build()
+    from tilesolve.apps.validation import PIPELINES     # or tilesolve.apps.suite("validation")
+    pipe, est = PIPELINES["haar"].build()
 """
 from __future__ import annotations
 
@@ -49,16 +49,3 @@ PIPELINES: dict[str, ModuleType] = {
     "yuv_to_rgb": yuv_to_rgb,
 }
 
-
-def list_pipelines() -> list[str]:
-    """The pipeline names, in the suite's order."""
-    return list(PIPELINES)
-
-
-def get_pipeline(name: str) -> ModuleType:
-    """The pipeline module called ``name`` (see ``list_pipelines()``)."""
-    try:
-        return PIPELINES[name]
-    except KeyError:
-        raise KeyError(f"no validation pipeline named {name!r}; they are: "
-                       f"{', '.join(PIPELINES)}") from None

@@ -16,13 +16,20 @@ import tilesolve as ts
 from .._npref import rng
 
 
-def window(inp, c, x, y):
-    """The RDom over the taps inside the input, and the input read at the tap."""
+PAPER_SIZE = [64, 112, 112]
+SMALL_SIZE = [8, 17, 13]
+
+
+def window():
+    """The Vars ``c, x, y``, the uint8 ``input`` and the input read at a tap of an RDom
+    over the taps inside it."""
+    c, x, y = ts.Var("c"), ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.uint8, 3, "input")
     r = ts.RDom((0, 3), (0, 3), name="r")
     ix, iy = 2 * x - 1 + r.x, 2 * y - 1 + r.y
     w, h = inp.extent(1), inp.extent(2)
     r.where((ix >= 0) & (ix < w) & (iy >= 0) & (iy < h))
-    return r, inp[c, ts.clamp(ix, 0, w - 1), ts.clamp(iy, 0, h - 1)]
+    return c, x, y, inp, inp[c, ts.clamp(ix, 0, w - 1), ts.clamp(iy, 0, h - 1)]
 
 
 def taps_inside(n_in, v):
@@ -30,12 +37,13 @@ def taps_inside(n_in, v):
     return ts.min(2 * v + 2, n_in) - ts.max(2 * v - 1, 0)
 
 
-def estimates(sizes, out_name: str) -> dict:
-    c, w, h = sizes
-    return {out_name: [c, w, h], "input": [c, 2 * w - 1, 2 * h - 1]}
+def estimates(sizes) -> dict:
+    """The estimates of the output ``output`` at ``sizes`` (the paper's when None)."""
+    c, w, h = PAPER_SIZE if sizes is None else sizes
+    return {"output": [c, w, h], "input": [c, 2 * w - 1, 2 * h - 1]}
 
 
-def make_inputs(sizes, seed: int):
+def make_inputs(sizes, seed: int = 0):
     c, w, h = sizes
     return {"input": rng(seed).integers(0, 256, (2 * h - 1, 2 * w - 1, c)).astype(np.uint8)}
 

@@ -24,7 +24,8 @@ import numpy as np
 
 import tilesolve as ts
 
-from .._npref import edge_plane, rng
+from .._common import paper_or
+from .._npref import rng
 
 
 def cubic(t):
@@ -146,3 +147,18 @@ def numpy_reference(inputs, sizes, support: int, np_kernel):
         t = wy[:, r][:, None] * rx[:, by + r - by.min()]
         ry = t if ry is None else ry + t
     return np.clip(ry, f(0), f(1)).astype(f)
+
+
+def variant(paper_size, scale: float, kernel, np_kernel, support: int):
+    """``build``, ``make_inputs`` and ``numpy_reference`` of the app protocol for
+    resampling by ``scale`` with ``kernel`` (an Expr function; ``np_kernel`` its numpy
+    twin) of ``support`` pixels."""
+    def build_(sizes=None):
+        return build(paper_or(sizes, paper_size), scale, kernel, support)
+
+    def make_inputs_(sizes, seed: int = 0):
+        return make_inputs(sizes, seed, scale)
+
+    def numpy_reference_(inputs, sizes):
+        return numpy_reference(inputs, sizes, support, np_kernel)
+    return build_, make_inputs_, numpy_reference_

@@ -14,26 +14,18 @@ import numpy as np
 
 import tilesolve as ts
 
-from .._common import paper_or
 from . import _pool as P
 
-PAPER_SIZE = [64, 112, 112]
-SMALL_SIZE = [8, 17, 13]
+PAPER_SIZE, SMALL_SIZE, make_inputs = P.PAPER_SIZE, P.SMALL_SIZE, P.make_inputs
 
 
 def build(sizes=None):
-    c, x, y = ts.Var("c"), ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.uint8, 3, "input")
-    r, tap = P.window(inp, c, x, y)
+    c, x, y, inp, tap = P.window()
     total, out = ts.Func("total"), ts.Func("output")
     total[c, x, y] += ts.cast(ts.uint16, tap)
     count = ts.cast(ts.uint16, P.taps_inside(inp.extent(1), x) * P.taps_inside(inp.extent(2), y))
     out[c, x, y] = ts.cast(ts.uint8, (total[c, x, y] + count / 2) / count)
-    return ts.Pipeline(out), P.estimates(paper_or(sizes, PAPER_SIZE), "output")
-
-
-def make_inputs(sizes, seed: int = 0):
-    return P.make_inputs(sizes, seed)
+    return ts.Pipeline(out), P.estimates(sizes)
 
 
 def numpy_reference(inputs, sizes):

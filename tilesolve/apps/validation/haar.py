@@ -47,7 +47,8 @@ def build(sizes=None):
 def make_inputs(sizes, seed: int = 0):
     w, h = sizes
     yy, xx = np.mgrid[0:h, 0:w]
-    img = 0.5 + 0.3 * np.sin(xx / 7.0) * np.cos(yy / 11.0) + 0.05 * rng(seed).standard_normal((h, w))
+    img = 0.5 + 0.3 * np.sin(xx / 7.0) * np.cos(yy / 11.0)
+    img = img + 0.05 * rng(seed).standard_normal((h, w))
     return {"input": img.astype(np.float32), "threshold": THRESHOLD}
 
 

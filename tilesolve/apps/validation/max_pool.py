@@ -9,25 +9,17 @@ import numpy as np
 
 import tilesolve as ts
 
-from .._common import paper_or
 from . import _pool as P
 
-PAPER_SIZE = [64, 112, 112]
-SMALL_SIZE = [8, 17, 13]
+PAPER_SIZE, SMALL_SIZE, make_inputs = P.PAPER_SIZE, P.SMALL_SIZE, P.make_inputs
 
 
 def build(sizes=None):
-    c, x, y = ts.Var("c"), ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.uint8, 3, "input")
-    r, tap = P.window(inp, c, x, y)
+    c, x, y, _, tap = P.window()
     out = ts.Func("output")
     out[c, x, y] = ts.cast(ts.uint8, 0)
     out[c, x, y] = ts.max(out[c, x, y], tap)
-    return ts.Pipeline(out), P.estimates(paper_or(sizes, PAPER_SIZE), "output")
-
-
-def make_inputs(sizes, seed: int = 0):
-    return P.make_inputs(sizes, seed)
+    return ts.Pipeline(out), P.estimates(sizes)
 
 
 def numpy_reference(inputs, sizes):

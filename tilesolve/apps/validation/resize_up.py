@@ -4,7 +4,6 @@ weights from ``sin``.  float32 RGB, 10 Funcs.
 """
 from __future__ import annotations
 
-from .._common import paper_or
 from . import _resample as R
 
 PAPER_SIZE = [1920, 1080, 3]
@@ -12,14 +11,5 @@ SMALL_SIZE = [64, 48, 3]
 SCALE = 2.0
 SUPPORT = 6
 
-
-def build(sizes=None):
-    return R.build(paper_or(sizes, PAPER_SIZE), SCALE, R.lanczos3, SUPPORT)
-
-
-def make_inputs(sizes, seed: int = 0):
-    return R.make_inputs(sizes, seed, SCALE)
-
-
-def numpy_reference(inputs, sizes):
-    return R.numpy_reference(inputs, sizes, SUPPORT, R.np_lanczos3)
+build, make_inputs, numpy_reference = R.variant(PAPER_SIZE, SCALE, R.lanczos3, R.np_lanczos3,
+                                                SUPPORT)
