@@ -26,7 +26,20 @@ from __future__ import annotations
 __all__ = ["NoopDriver", "PycudaDriver"]
 
 
-class NoopDriver:
+class UntimedDevice:
+    """A driver with no device to time: host-only timing (``kernel_ms`` None)."""
+
+    def synchronize(self) -> None:
+        pass
+
+    def events(self):
+        return None
+
+    def elapsed_ms(self, start, end):
+        return None
+
+
+class NoopDriver(UntimedDevice):
     """A device that does nothing.  ``allocs``/``frees``/``launches``/``copies``
     count calls; ``live`` maps each live address to ``(nbytes, tag)``; with
     ``log=True``, ``log`` lists every launch as ``(kernel, grid, block, argbuf)``
@@ -85,15 +98,6 @@ class NoopDriver:
         self.launches += 1
         if self.log is not None:
             self.log.append((function, tuple(grid), tuple(block), tuple(args)))
-
-    def synchronize(self) -> None:
-        pass
-
-    def events(self):
-        return None
-
-    def elapsed_ms(self, start, end):
-        return None
 
 
 class PycudaDriver:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...errors import LoweringError, RealizeError
 from ...lower.regions import RegionCheck
+from .drivers import UntimedDevice
 from .plan import CudaProgram, bind_arguments, run_plan
 from .prepared import arg_format, arg_offsets
 from .runtime import check_inputs
@@ -205,7 +206,7 @@ class EmulatedPipeline:
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-class ShimDriver:
+class ShimDriver(UntimedDevice):
     """The driver interface of ``runtime.CudaPipeline`` (``drivers.py``) on the CPU shim:
     device memory is host memory (each block poisoned, inside guard zones checked after
     every launch), a launch runs the kernel's g++ build with its arguments read from the
@@ -274,12 +275,3 @@ class ShimDriver:
             if not ((full[:start] == 0xFF).all() and (full[start + nbytes:] == 0xFF).all()):
                 raise EmulationError(f"kernel {kernel.name} wrote outside device block {tag} "
                                      f"(grid {grid}, block {block})")
-
-    def synchronize(self) -> None:
-        pass
-
-    def events(self):
-        return None
-
-    def elapsed_ms(self, start, end):
-        return None
