@@ -6,7 +6,7 @@ the pass and without it, beside Halide's compile of the same schedule, in one pr
 
 Interleaved rounds, each build run twice and the second timed, fastest run kept; the two
 tilesolve builds are checked equal (bit for bit) before timing. A schedule the pass does
-not change is reported as such. (Stop 25, paper size, 2 threads, ms, tile / no tile /
+not change is reported as such. (paper size, 2 threads, ms, tile / no tile /
 Halide: matmul greedy 134.7 / 238.2 / 204.9, ILP 138.6 / 240.4 / 208.8; conv_layer
 0.97-0.99x of no tile; max_filter 0.99-1.01x.)
 """

@@ -8,7 +8,7 @@ schedule in both modes and, for matmul, numpy's BLAS, in one process.
 Interleaved rounds, each build run twice and the second timed, fastest run kept; every
 build is checked against the strict build first (``allclose``: FMA rounds once where
 the strict code rounds twice).  Prints ms per build and the ratios to strict and to
-BLAS.  (Stop 26, ``--apps matmul,conv_layer --methods greedy,ilp``: matmul greedy
+BLAS.  (``--apps matmul,conv_layer --methods greedy,ilp``: matmul greedy
 strict 86.9 / fma 65.7 / BLAS 43.5 ms, ILP 96.8 / 70.3 / 48.7; conv_layer fma 0.745x
 of strict.)
 """

@@ -17,7 +17,7 @@ evaluator on a small size first.
 ``solvers``: each app's schedules solved with the op table as shipped and with the
 measured float costs of ``MEASURED`` in its place, and where they differ, both timed
 in one process (``solver_rules.measure``; "measured" is the table swapped in, "table"
-the shipped one).  (Stop 28, greedy and ILP, the 15 apps: interpolate 1.97x and 2.06x
+the shipped one).  (greedy and ILP, the 15 apps: interpolate 1.97x and 2.06x
 slower with the measured costs, unsharp 1.20x and 1.22x, lens_blur 1.08x and 1.23x,
 local_laplacian 1.01x and 1.02x, no app faster: the table was kept.)
 
@@ -37,7 +37,7 @@ from tilesolve.model.ops import OPS
 
 W, H = 512, 64
 
-# float costs measured on the development machine (stop 28), in units of a vector ``*``
+# float costs measured on the development machine, in units of a vector ``*``
 MEASURED = {"div": 8, "mod": 14, "min": 3, "max": 3, "sqrt": 20, "exp": 45, "log": 42,
             "pow": 650, "sin": 420, "cos": 420, "tan": 420, "atan2": 1200}
 

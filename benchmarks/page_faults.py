@@ -9,7 +9,7 @@ thresholds (``TILESOLVE_MALLOC_TUNING=0``), and Halide's compile of the same sch
 
 With ``--processes K`` each build runs in K processes and the cells give the range of
 faults and of times over them (glibc without fixed thresholds runs some builds in one of
-two modes from one process to the next: stop 26, ``--apps unsharp,harris --builds
+two modes from one process to the next: ``--apps unsharp,harris --builds
 no-mallopt,tilesolve --processes 3``).
 
 Each (app, build) runs in a process of its own, since the allocator's state (what glibc

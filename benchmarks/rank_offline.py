@@ -18,7 +18,7 @@ their recorded groups are their base's) are left out, and so are schedules
 without recorded groups (they cannot be priced); both are counted.  ``--all``
 prices the variants too (as their base), to show what the model misses.
 ``--detail`` prints each schedule's terms, fastest first.  ``--no-climb`` leaves out the
-schedules the autotuner's climb measured (their note says so; stop 28 on): near
+schedules the autotuner's climb measured (their note says so): near
 neighbours of the fastest, within a few per cent of it, they weigh on rho as ties do.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ with the rule's earlier form, compiled and timed in one process.
                                       [--apps matmul,conv_layer] [--methods greedy,ilp]
                                       [--rounds 7] [--sizes 4096,1024 --param k=2048]
 
-Rules (stop 26; the earlier form in brackets):
+Rules (the earlier form in brackets):
 
 * ``rdom-unroll``: ``register_block.rdom_unroll`` keeps a block's accumulators and the
   operands its unrolled RDom steps load within the vector registers [unroll by 4
@@ -18,14 +18,14 @@ Rules (stop 26; the earlier form in brackets):
 * ``k-panel-order``: ``register_block.x_inside`` puts a K-blocked update's x block
   loop inside its row block loop when the x panel fits in half the L2 [rows inside].
 
-Rules (stop 27):
+Rules:
 
 * ``strided-reads``: ``cost_terms.strided_cost`` prices transposed reads [free];
 * ``scatters``: ``access.stage_accesses`` counts the lane-by-lane accesses besides
   transposed reads; the lanes term prices scattered writes (``SCATTER_LANE_OPS``; a
   gathered read is priced ``GATHER_LANE_OPS``, 0: see ``cost_terms``) [none counted].
 
-Rules (stop 28):
+Rules:
 
 * ``float-pow2-div``: a float divided by a constant power of two costs 1, the multiply
   LLVM makes of it [the float division's 4].  It changes local_laplacian's schedules
@@ -37,7 +37,7 @@ paper size; the estimates are those sizes.
 
 Apps whose schedules the rule does not change are reported as such.  Otherwise the two
 builds are checked equal (``allclose``) and timed in interleaved rounds, each build run
-twice and the second timed, fastest run kept.  (Stop 26, greedy, ms, earlier / shipped:
+twice and the second timed, fastest run kept.  (greedy, ms, earlier / shipped:
 rdom-unroll matmul 125.7 / 102.4 and 132.5 / 104.6; row-var conv_layer 34.9 / 23.1,
 38.4 / 23.7 and 39.6 / 23.4, the only app it changes since Vars of fewer than 8 points
 are no row candidates; row-histograms hist_eq 8.05 / 6.11 and 8.13 / 5.96;

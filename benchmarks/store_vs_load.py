@@ -11,7 +11,7 @@ output buffer).
 
 Why: a cache that allocates on write reads a line before writing it, so a store to a
 buffer larger than the last-level cache could cost two transfers.  The cost model
-charges a word stored as one load (``load_cost``).  Stop 34 tried charging two for the
+charges a word stored as one load (``load_cost``).  A variant tried charging two for the
 stores of root buffers over half the LLC, which moved iir_blur's and max_filter's rho up;
 this measures whether the machine does that.  On the 2-core AMD EPYC development
 machine (two runs each): 67 MB buffers, write / read 1.11-1.16; 268 MB, 1.37-1.39; 8 MB

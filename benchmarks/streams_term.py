@@ -8,12 +8,12 @@ it predicts against what runs, and what it changes in the solvers' schedules.
 ``grid``: blur at 6400 x 4800 (float32), its blur_x computed per tile of blur_y, every
 tile of 16-512 x 4-256, timed in interleaved rounds in one process (fastest run of each,
 into a preallocated output); printed beside the model's prediction for the same column,
-and Spearman's rho between them with and without the term.  (Stop 25, quiet machine,
+and Spearman's rho between them with and without the term.  (quiet machine,
 2 threads: 128 x 64 15.9 ms, 128 x 16 10.0 ms; rho -0.62 without the term, 0.78 with
 it.)
 
 ``grid --wide``: tiles 16-6400 wide (6400: whole rows) and 4-64 high instead, every
-width dividing 6400.  (Stop 28, quiet machine, 2 threads: 16 x 4 ran 9.2 ms, 32 x 4
+width dividing 6400.  (quiet machine, 2 threads: 16 x 4 ran 9.2 ms, 32 x 4
 9.6, 128 x 8 and 256 x 8 10.9, 640 x 8 14.5, 3200 x 8 16.8, 6400 x 8 14.2; the model's
 rho over the 50 tiles: 0.11, results/blur_wide_tiles_2026-11-25.json.  Wider tiles run slower with nothing the model prices growing;
 a term for it (extra cost per word of rows read in runs over 64 bytes, growing to 2 KB,
@@ -24,7 +24,7 @@ the solvers' schedules of 8 other apps up to 2.4x slower, and was not kept.)
 the term and without it (the spec's ``stream_miss_loads`` set to 0); where the schedules differ,
 both are compiled and timed against each other in one process (interleaved rounds,
 fastest run).  The last line gives the geomean of with / without over all schedules
-(a schedule that did not change counts 1).  (Stop 25, the 15 apps, quiet machine:
+(a schedule that did not change counts 1).  (the 15 apps, quiet machine:
 0.954; blur 0.71 and 0.69, unsharp 0.83 and 0.89; none above 1.024.)
 """
 from __future__ import annotations

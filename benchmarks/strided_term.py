@@ -15,7 +15,7 @@ in interleaved rounds in one process (fastest run, into a preallocated output):
 
 Each row prints the time per point (core-ns: ms x threads / points) and the model's
 prediction with and without the term; the last lines give Spearman's rho between
-prediction and time over all rows, with and without it.  (Stop 27, the development
+prediction and time over all rows, with and without it.  (the development
 machine, 2 threads: at root, sweeps of up to 768 lines cost 1.5 core-ns a point,
 1024 lines 2.7, 1536 lines 6.2-7.0 for heights 512 to 5120, 3072 lines 7.7; fused
 64 x 64 tiles 0.5-1.0.)

@@ -13,7 +13,7 @@ the paper's area; ``--threads 1`` one thread (the blur figure below:
 The first threshold is the baseline (300: LLVM's own at O3).  Each build runs in
 interleaved rounds (the order alternating), the fastest run of each counts; outputs
 are compared exactly with the baseline's.  The last lines give, per threshold, the
-geomean over all schedules of its time over the baseline's.  (Stop 23, paper sizes,
+geomean over all schedules of its time over the baseline's.  (paper sizes,
 2 threads, greedy and ILP schedules of the 15 apps: 100 -> 1.000, per schedule
 0.89-1.07; 50 -> 1.003.  Blur's hand schedule at 4x the paper size on one thread:
 300 -> 0.217 s, 100 -> 0.134 s: there LLVM fully unrolls the 16-vector rows of a

@@ -375,7 +375,7 @@ def test_zarr_to_zarr_20000_squared(client, tmp_path):
     # bounded in chunks, not by the image: a task's own region and output (2 chunks),
     # the input chunks Dask has read ahead for the next tasks and the outputs waiting
     # for their store; 10 chunks of 8 MB is a tenth of the 800 MB image (measured at
-    # stop 23: 7 chunks, 56 MB; the former bound, a sixteenth, was not met at a22fd01
+    # 7 chunks, 56 MB; the former bound, a sixteenth, was not met at a22fd01
     # either: 120 MB)
     chunk_bytes = chunk * chunk * 2
     assert max(p["managed"] + p["task"] for p in peaks.values()) < 10 * chunk_bytes, peaks

@@ -300,7 +300,7 @@ def test_a_root_transpose_costs_a_line_a_point():
 
 def test_iir_blur_transposing_at_root_is_priced_above_its_tiles(monkeypatch):
     """iir_blur: the schedule with every Func at root, whose output transposes the
-    whole of blur_cols_1, ran 81.6 ms against 21.9 ms for greedy's tiles (stop 26's
+    whole of blur_cols_1, ran 81.6 ms against 21.9 ms for greedy's tiles (an earlier
     autotune); the model priced the two within 3 %.  With the strided term the
     root schedule costs over twice greedy's.  (The passes of the root column filters
     over their buffers, ``root_update_sweeps``, add to it: both are left out to show
@@ -355,7 +355,7 @@ def test_a_scattered_histogram_is_not_recomputed_per_tile(monkeypatch):
 def test_an_update_shorter_than_the_lanes_is_priced_scalar(monkeypatch):
     """iir_blur's output in tiles 8 rows high computes blur_cols_1 per tile over 8
     columns: its column scans cannot fill 16 lanes and run scalar, each step waiting
-    on the one before (39.4 ms against 21.9 ms for 16 rows, stop 26's autotune).
+    on the one before (39.4 ms against 21.9 ms for 16 rows, an earlier autotune).
     Priced as 8 of 16 lanes, the two tilings were 9 % apart."""
     from tilesolve.solver import cost_terms
     pipe, est = get_app("iir_blur").build()

@@ -46,7 +46,7 @@ CACHED_LOAD_OPS = 1.0
 TILE_OVERHEAD_OPS = 200.0
 # A root buffer the runtime's heap cache cannot keep (over its limit, and over glibc's
 # 32 MB mmap threshold) is mapped afresh on every realize and faulted in page by page:
-# each word costs this many loads from memory more.  Measured (stop 34): max_filter with
+# each word costs this many loads from memory more.  Measured: max_filter with
 # its 1.37 GB ``vert`` at root ran 449 ms under the default 1 GB cache and 145 ms with a
 # 4 GB one, 4.5 GB/s of faulting, against 54 GB/s for reading memory with our code
 # (``benchmarks/store_vs_load.py``): 12.  (It was 4.5, from a copy's bandwidth, which
