@@ -1,4 +1,5 @@
 """Interval, Box, bounds_of, boxes_required, required_regions: hand-computed answers."""
+import numpy as np
 import pytest
 
 import tilesolve as ts
@@ -350,3 +351,24 @@ def test_hundred_func_chain():
         f = g
     reg = required_regions(ts.Pipeline(f), [640, 480])
     assert _ends(reg["im"]) == [(-99, 738), (0, 578)]
+
+
+def test_shifts_by_constants_of_symbolic_indices_are_bounded():
+    """``x >> 1`` and ``x << 1`` of a symbolic index are a floor division and a product:
+    without a rule their bounds were the whole int32 range, and a pipeline reading
+    ``clamped[x >> 1, y]`` asked for a 2**30 x 2**30 buffer."""
+    x, y = ts.Var("x"), ts.Var("y")
+    a = ts.Var("a")
+    iv = bounds_of(x >> 2, {"x": Interval(a, a + 7)})
+    assert "a" in str(iv.lo) and "a" in str(iv.hi)
+    u = ts.ImageParam(ts.float32, 2, "u_shift")
+    ux = ts.Func("ux_shift")
+    ux[x, y] = ts.boundary.repeat_edge(u)[x >> 1, y]
+    uy = ts.Func("uy_shift")
+    uy[x, y] = ux[x, y >> 1] + ux[x << 1, y]
+    pipe = ts.Pipeline(uy)
+    img = np.random.default_rng(0).random((10, 30), dtype=np.float32)
+    want = ts.reference.realize(pipe, [12, 10], u_shift=img)
+    s = ts.solve_schedule(pipe, "xeon-e5-2620v3", {"uy_shift": [12, 10]}, method="greedy")
+    np.testing.assert_array_equal(ts.compile(pipe, s, checked=True).realize(
+        [12, 10], u_shift=img), want)

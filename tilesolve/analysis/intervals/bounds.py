@@ -251,6 +251,10 @@ class Bounder:
             if op == "add":
                 return Interval(_op("add", a.lo, b.lo, t), _op("add", a.hi, b.hi, t))
             return Interval(_op("sub", a.lo, b.hi, t), _op("sub", a.hi, b.lo, t))
+        if op in ("shl", "shr") and _index(t) and b.is_single_point() and is_num(b.lo) \
+                and 0 <= b.lo < t.bits - 1:
+            # by a constant amount: a multiplication or a floor division by 2**amount
+            op, b = ("mul" if op == "shl" else "div"), Interval.point(1 << int(b.lo))
         sym = {"mul": _sym_mul, "div": _sym_div, "mod": _sym_mod}.get(op)
         if _index(t) and sym is not None:
             r = sym(a, b, t)
