@@ -36,8 +36,8 @@ def ld(b, idx, t=f32):
     return L.load(b, idx, t)
 
 
-def build(args, body, name="prog"):
-    gen = generate(L.LoweredPipeline(name, tuple(args), body))
+def build(args, body, name="prog", **options):
+    gen = generate(L.LoweredPipeline(name, tuple(args), body), **options)
     return NativeKernel(gen), gen
 
 
@@ -470,19 +470,18 @@ def test_upsampling_by_two_loads_densely(width):
 
 
 @pytest.mark.parametrize("mode", ["default", "scalar"])
-def test_gathers_under_a_mask_read_the_active_lanes(mode, monkeypatch):
+def test_gathers_under_a_mask_read_the_active_lanes(mode):
     """A gather is one ``llvm.masked.gather`` (the target's gather instruction where LLVM
     deems it fast); under a lane-varying condition its mask is the condition's, so the
-    other lanes take the else branch's value.  ``TILESOLVE_GATHER=scalar``: per-lane
-    loads, the same values."""
-    monkeypatch.setenv("TILESOLVE_GATHER", mode)
+    other lanes take the else branch's value.  ``scalar_gathers=True``: per-lane loads,
+    the same values."""
     x = V("v.x")
     k = E.Param(i32, "k")
     body = L.For("v.x", C(0), C(16), "vectorized",
                  L.IfThenElse(x < k, L.Store("out", x, ld("inp", ld("idx", x, i32))),
                               L.Store("out", x, C(-1.0, f32))))
     kern, _ = build([buf("inp"), buf("idx", i32), buf("out", out=True),
-                     L.Argument("k", "scalar", i32)], body)
+                     L.Argument("k", "scalar", i32)], body, scalar_gathers=mode == "scalar")
     assert ("llvm.masked.gather" in kern.jit.llvm_ir()) == (mode == "default")
     a = np.arange(32, dtype=np.float32) * 3
     idx = np.array([31 - 2 * i for i in range(16)], np.int32)

@@ -87,6 +87,7 @@ class ExprEmitter(LaneEmitter):
     """Mixin: ``emit(expr)`` -> scalar ir.Value, vector ir.Value, Ramp or Guarded."""
 
     fp_flags: tuple = ()      # LLVM fast-math flags of float add/sub/mul (fma: "contract")
+    scalar_gathers: bool = False   # per-lane loads instead of llvm.masked.gather
 
     # -- helpers ---------------------------------------------------------------------
     def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:

@@ -44,10 +44,7 @@ naming the Func and the coordinate.
 """
 from __future__ import annotations
 
-import os as _os
-
 import contextlib
-
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -235,11 +232,11 @@ class MemoryEmitter:
         """``llvm.masked.gather`` over the lanes' addresses (under a mask, inactive lanes
         are not read).  LLVM lowers it to the target's gather instruction where that
         is fast (AVX2, AVX-512), else to per-lane loads; the scalar form below is
-        ``TILESOLVE_GATHER=scalar`` (for comparison)."""
+        ``generate(..., scalar_gathers=True)`` (for comparison)."""
         b, w = self.b, self.lanes
         et = buf.ptr.type.pointee
         vt = ir.VectorType(et, w)
-        if _os.environ.get("TILESOLVE_GATHER") == "scalar":
+        if self.scalar_gathers:
             idx = self._safe_indices(idx)
             out = ir.Constant(vt, ir.Undefined)
             for k in range(w):
