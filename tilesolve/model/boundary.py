@@ -74,16 +74,16 @@ def _inside(v, r):
     return v if r is None else E.clamp(v, r[0], r[0] + r[1] - 1)
 
 
-def _wrap(src, bounds, name, what, index_of):
+def _wrap(src, bounds, name, what, index_of) -> Func:
     ranges = _ranges(src, bounds, what)
     vs = _vars(len(ranges))
     f = Func(name or f"{src.name}_{what}")
     f[vs] = src[tuple(index_of(v, r) for v, r in zip(vs, ranges))]
-    return f, vs, ranges
+    return f
 
 
 def repeat_edge(src, bounds=None, *, name: str | None = None) -> Func:
-    return _wrap(src, bounds, name, "repeat_edge", _inside)[0]
+    return _wrap(src, bounds, name, "repeat_edge", _inside)
 
 
 def constant_exterior(src, value=0, bounds=None, *, name: str | None = None) -> Func:
@@ -119,8 +119,8 @@ def _mirror(v, r, interior: bool):
 
 
 def mirror_image(src, bounds=None, *, name: str | None = None) -> Func:
-    return _wrap(src, bounds, name, "mirror_image", lambda v, r: _mirror(v, r, False))[0]
+    return _wrap(src, bounds, name, "mirror_image", lambda v, r: _mirror(v, r, False))
 
 
 def mirror_interior(src, bounds=None, *, name: str | None = None) -> Func:
-    return _wrap(src, bounds, name, "mirror_interior", lambda v, r: _mirror(v, r, True))[0]
+    return _wrap(src, bounds, name, "mirror_interior", lambda v, r: _mirror(v, r, True))

@@ -181,9 +181,7 @@ def rounding_shift_right(a, q) -> Expr:
     q = _shift_amount(q)
     if q == 0:
         return a
-    w = widen(a.type) if a.type.bits < 32 or a.type.is_int() else None
-    if w is None:
-        raise PipelineError(f"rounding_shift_right of {a.type} needs a wider type")
+    w = widen(a.type)                    # PipelineError where there is none (uint32)
     return cast(a.type, (cast(w, a) + (1 << (q - 1))) >> q)
 
 
