@@ -4,8 +4,9 @@ argument or CLI option).
 
 More catalogue entries live next to the code they test: tests/test_errors.py (the
 algorithm, realize), tests/test_schedule.py (``test_error_*``: illegal directives),
-tests/test_specs.py (``BAD_SPECS``: bad YAML specs), tests/test_cli.py (bad bench options)
-and tests/test_compile.py (``test_realize_errors``: compiled realize).
+tests/test_specs.py (``BAD_SPECS``: bad YAML specs), tests/test_cli.py (bad bench options),
+tests/test_compile.py (``test_realize_errors``: compiled realize) and tests/test_tuples.py
+(Tuple Funcs, ``undef``, ``argmax``).
 """
 import json
 import re

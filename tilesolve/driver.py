@@ -105,11 +105,13 @@ def realize_func(func, sizes, *, spec="host", method: str = "auto", **inputs_and
     import numpy as np
 
     from .model.pipeline import Pipeline
-    key = (getattr(spec, "name", spec), method, len(func.definitions()))
+    key = (getattr(spec, "name", spec), method,
+           sum(len(p.definitions()) for p in func.parts()))
     hit = _REALIZED.get(func)
     if hit is None or hit[0] != key:
         pipe = Pipeline(func)
-        est = {func.name: func.estimates or ([] if func.is_scalar else list(sizes))}
+        est = {p.name: func.estimates or ([] if func.is_scalar else list(sizes))
+               for p in func.parts()}
         for name, v in inputs_and_params.items():
             if name in pipe.images and isinstance(v, np.ndarray):
                 est[name] = list(reversed(v.shape))

@@ -157,6 +157,7 @@ def output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
     """Normalize ``sizes`` (a list innermost first, or a dict by output name)."""
     names = pipeline.output_names
     if isinstance(sizes, dict):
+        sizes = pipeline.expand_names(sizes)
         extra = sorted((k for k in sizes if k not in names), key=str)
         if extra:
             raise RealizeError(f"realize(): sizes given for {extra[0]!r}, which is not an output "

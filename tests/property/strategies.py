@@ -275,7 +275,7 @@ def int32_overflows(e, env, call=call_hook) -> bool:
 X, Y = ts.Var("x"), ts.Var("y")
 UNSAFE_KINDS = ("lookup_unclamped", "update_param")
 STAGE_KINDS = ("pointwise", "stencil", "down", "up", "reduce", "hist", "scan", "lookup",
-               "select", "update_const", "bits")
+               "select", "update_const", "bits", "tuple", "argmax")
 
 
 class Case:
@@ -374,6 +374,14 @@ def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS, min_images=1):
         elif kind == "bits":                   # integer bit operations of two stages
             a, b = ts.cast(int32, p[vs]), ts.cast(int32, q[vs])
             f[vs] = _conv(((a ^ (b << 3)) & 0x7fff) | (~a >> draw(st.integers(-3, 40))), t)
+        elif kind == "tuple":                  # a Tuple Func, its values read apart
+            tup = ts.Func(f"t{i}")
+            tup[vs] = (_conv(p[vs], t) * 3, _conv(q[vs], float32) - 1.5)
+            f[vs] = tup[vs][0] + _conv(tup[(X + 1,) + rest][1], t)
+        elif kind == "argmax":                 # ts.argmax / argmin over a window of p
+            r = ts.RDom((draw(st.integers(-2, 0)), draw(st.integers(1, 4))))
+            best = (ts.argmax if draw(st.booleans()) else ts.argmin)(p[(X + r.x,) + rest])
+            f[vs] = _conv(best[0], t) * 5 + _conv(best[1], t)
         elif kind == "select":
             f[vs] = ts.select(X > 1, _conv(p[(X - 1,) + rest], t), _conv(q[(X + 2,) + rest], t))
         else:  # update_const: f[c] += 1, or f[c] = q[...] (the old value is not read)

@@ -330,6 +330,11 @@ def as_expr(v, like: Type | None = None) -> Expr:
         return v
     if hasattr(v, "_as_expr"):           # e.g. a FuncRef
         return v._as_expr()
+    if hasattr(v, "rvars") and hasattr(v, "predicates"):   # an RDom: one-dimensional is r.x
+        if len(v.mins) == 1:
+            return v[0]
+        raise PipelineError(f"RDom {v.name} has {len(v.mins)} dimensions; only a "
+                            "one-dimensional RDom stands for its variable (use r.x, r.y, ...)")
     if isinstance(v, bool):
         return Const(T.bool_, v)
     if isinstance(v, int):

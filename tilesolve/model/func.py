@@ -9,6 +9,9 @@
 Halide's rules for updates: each pure Var an update uses must appear on its
 left side at the same position as in the pure definition; RVars may come from
 one RDom per update; the value's type must be the Func's type.
+
+A Tuple-valued Func (``f[x, y] = (a, b)``, read as ``f[x, y][0]``) holds one
+component Func per value (``f_0``, ``f_1``, see ``model/tuples.py``).
 """
 from __future__ import annotations
 
@@ -52,28 +55,46 @@ class Func:
         self._updates: list[Definition] = []
         self.is_scalar = False       # zero-dimensional: f[()] = ...
         self.estimates: list | None = None     # set_estimates: sizes the solver assumes
+        self.components: tuple | None = None   # a Tuple-valued Func: one Func per value
 
     # -- introspection ---------------------------------------------------------
     def defined(self) -> bool:
-        return self._pure is not None
+        return self._pure is not None or self.components is not None
 
     @property
     def type(self) -> T.Type:
+        if self.components is not None:
+            raise PipelineError(f"Func {self.name} is a Tuple of {len(self.components)} values; "
+                                f"its types are {self.name}.types")
         self._need_defined()
         return self._pure.value.type
 
     @property
+    def types(self) -> tuple:
+        """The type of each value (one for a Func that is not a Tuple)."""
+        return tuple(c.type for c in self.parts())
+
+    def parts(self) -> tuple:
+        """The Funcs that hold this Func's values: its components, or itself."""
+        return self.components if self.components is not None else (self,)
+
+    @property
     def args(self) -> tuple:
         """The pure Vars, innermost first."""
+        if self.components is not None:
+            return self.components[0].args
         self._need_defined()
         return self._pure.args
 
     def dimensions(self) -> int:
-        self._need_defined()
-        return len(self._pure.args)
+        return len(self.args)
 
     @property
     def pure(self) -> Definition:
+        if self.components is not None:
+            raise PipelineError(
+                f"Func {self.name} is a Tuple: its definitions are those of its values' Funcs "
+                f"{', '.join(c.name for c in self.components)}")
         self._need_defined()
         return self._pure
 
@@ -97,15 +118,19 @@ class Func:
             raise PipelineError(f"Func {self.name}: set_estimates takes a list of positive "
                                 f"ints (innermost first), got {sizes!r}")
         self.estimates = list(sizes)
+        for c in self.components or ():
+            c.estimates = list(sizes)
         return self
 
     def _need_defined(self):
-        if self._pure is None:
+        if self._pure is None and self.components is None:
             raise PipelineError(f"Func {self.name} is called but never defined; give it a "
                                 f"pure definition first ({self.name}[x, ...] = ...)")
 
     # -- calls -------------------------------------------------------------------
     def __getitem__(self, args) -> E.Call:
+        if self.components is not None:
+            return TupleRef(self, tuple(c[args] for c in self.components))
         if self._pure is None:
             return _Undefined(self, args if isinstance(args, tuple) else (args,))
         if self.is_scalar and args == ():
@@ -119,6 +144,10 @@ class Func:
     def __setitem__(self, args, value) -> None:
         if not isinstance(args, tuple):
             args = (args,)
+        if isinstance(value, (tuple, list)) or self.components is not None:
+            from .tuples import define_tuple
+            define_tuple(self, args, value)
+            return
         if isinstance(value, _Implicit):
             value = value.define(self, args)
         if args == () and (self._pure is None or self.is_scalar):
@@ -202,10 +231,34 @@ class Func:
         return f"Func({self.name!r})"
 
     def __str__(self) -> str:
+        if self.components is not None:
+            return "\n".join(str(c) for c in self.components)
         if self._pure is None:
             return f"{self.name} (undefined)"
         lines = [f"{self.name}[{', '.join(map(str, d.args))}] = {d.value}" for d in self.definitions()]
         return "\n".join(lines)
+
+
+class TupleRef(tuple):
+    """``f[x, y]`` of a Tuple-valued Func: the Calls of its values, in order.  Index it
+    (``f[x, y][0]``), unpack it, or assign it whole to another Func; arithmetic on the
+    whole Tuple is an error that says so."""
+
+    def __new__(cls, func, calls):
+        obj = super().__new__(cls, calls)
+        obj.func = func
+        return obj
+
+    def _as_expr(self):
+        raise PipelineError(f"Func {self.func.name} is a Tuple of {len(self)} values; pick one "
+                            f"with {self.func.name}[...][i] (i < {len(self)})")
+
+    def _refuse(self, *_):
+        self._as_expr()
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _refuse
+    __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = __lt__ = __le__ = _refuse
+    __gt__ = __ge__ = __and__ = __or__ = __xor__ = __invert__ = _refuse
 
 
 class _Undefined:

@@ -27,6 +27,8 @@ def definition_exprs(d: Definition):
 
 
 class Pipeline:
+    tuple_outputs: dict = {}
+
     def __init__(self, outputs):
         if isinstance(outputs, Func):
             outputs = [outputs]
@@ -43,8 +45,21 @@ class Pipeline:
             o._need_defined()
         if len({id(o) for o in outputs}) != len(outputs):
             raise PipelineError("the same Func is listed twice as an output")
-        self.outputs: tuple[Func, ...] = tuple(outputs)
+        tuples = [o for o in outputs if o.components is not None]
+        self.outputs: tuple[Func, ...] = tuple(p for o in outputs for p in o.parts())
         self._build()
+        # a Tuple output's name -> its values' Funcs (names as the pipeline knows them)
+        self.tuple_outputs: dict[str, tuple[str, ...]] = {
+            o.name: tuple(c.name for c in o.components) for o in tuples}
+
+    def expand_names(self, by_name: dict) -> dict:
+        """``by_name`` (sizes or estimates keyed by name) with a Tuple output's name
+        replaced by each of its values' Funcs."""
+        out = {}
+        for k, v in by_name.items():
+            for n in self.tuple_outputs.get(k, (k,)):
+                out[n] = v
+        return out
 
     # -- construction --------------------------------------------------------------
     def _build(self):

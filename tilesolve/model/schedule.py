@@ -60,6 +60,30 @@ CODEGEN_OPTIONS = {
 _CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool"}
 
 
+class TupleHandle:
+    """``s[f]`` of a Tuple Func: each directive is applied to every value's Func, in
+    order; a directive that returns another handle (``update(i)``) returns theirs, as
+    one TupleHandle."""
+
+    def __init__(self, handles: tuple):
+        self._handles = handles
+
+    def __getattr__(self, name):
+        methods = [getattr(h, name) for h in self._handles]
+        if not callable(methods[0]):
+            return tuple(methods)
+
+        def apply(*args, **kwargs):
+            results = [m(*args, **kwargs) for m in methods]
+            if all(r is h for r, h in zip(results, self._handles)):
+                return self
+            return TupleHandle(tuple(results))
+        return apply
+
+    def __repr__(self) -> str:
+        return f"TupleHandle({list(self._handles)})"
+
+
 class Schedule:
     """A pipeline's schedule.
 
@@ -90,7 +114,10 @@ class Schedule:
 
     # -- handles -------------------------------------------------------------------
     def __getitem__(self, f) -> FuncHandle:
-        """``s[f]`` or ``s["f"]``: the builder handle of Func ``f``."""
+        """``s[f]`` or ``s["f"]``: the builder handle of Func ``f`` (of a Tuple Func: a
+        handle that applies each directive to every value's Func)."""
+        if getattr(f, "components", None) is not None:
+            return TupleHandle(tuple(self[c] for c in f.components))
         name = getattr(f, "name", f)
         if not isinstance(name, str) or name not in self._funcs:
             known = ", ".join(self._funcs)

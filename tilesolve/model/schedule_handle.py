@@ -31,6 +31,10 @@ def _int(v, what: str, where: str) -> int:
 
 
 def _func_name(f) -> str:
+    if getattr(f, "components", None) is not None:
+        raise ScheduleError(
+            f"Func {f.name} is a Tuple; each of its values is its own Func with its own loops: "
+            f"name one of {', '.join(c.name for c in f.components)}")
     name = getattr(f, "name", f)
     if not isinstance(name, str):
         raise ScheduleError(f"expected a Func or a Func name, got {f!r}")

@@ -447,7 +447,7 @@ def normalize_estimates(pipeline: Pipeline, estimates) -> dict:
     inferred when possible, else taken from the outputs: ``inputs_like_outputs``).
     Estimates of Params (one number each) are checked and left out of the result (see
     ``param_estimates``)."""
-    estimates = dict(estimates or {})
+    estimates = pipeline.expand_names(dict(estimates or {}))
     for k, v in list(estimates.items()):
         if k in pipeline.params:
             p = pipeline.params[k]
