@@ -119,10 +119,10 @@ def data(t: T.Type, seed: int):
         return vals[0], vals[1], c.astype(t.dtype)
     info = np.iinfo(t.dtype)
     special = np.array([0, 1, 2, 3, 7, 8, info.max, info.min, info.max - 1, info.min + 1]
-                       + ([-1, -2, -7, -8] if t.is_int() else []), dtype=np.int64)
+                       + ([-1, -2, -7, -8] if t.is_int() else []), dtype=t.dtype)
     vals = []
     for _ in range(3):
-        v = rng.integers(info.min, info.max, N, dtype=np.int64, endpoint=True)
+        v = rng.integers(info.min, info.max, N, dtype=t.dtype, endpoint=True)
         small = rng.random(N) < 0.3
         v[small] = rng.integers(-20 if t.is_int() else 0, 21, small.sum())
         m = rng.random(N) < 0.25

@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import RealizeError, TilesolveError
 from ..model import expr as E
 from ..model import ops
+from ..model import types as T
 from ..model.func import Func
 from ..model.pipeline import Pipeline
 from . import halide_schedule
@@ -277,6 +278,12 @@ def translate(pipeline: Pipeline) -> HalidePipeline:
     """The Halide version of ``pipeline`` (fresh Halide objects each call)."""
     if not isinstance(pipeline, Pipeline):
         raise TilesolveError(f"translate() needs a Pipeline, got {type(pipeline).__name__}")
+    for name, t in [(n, i.type) for n, i in pipeline.images.items()] + [
+            (o.name, o.type) for o in pipeline.outputs]:
+        if t == T.uint64:
+            raise TilesolveError(f"{name} is uint64: Halide's Python bindings make no uint64 "
+                                 "buffers, so the bridge cannot pass it (uint64 inside the "
+                                 "pipeline is fine)")
     return HalidePipeline(pipeline)._build()
 
 

@@ -117,14 +117,25 @@ def _mod(t, a, b):
 
 
 def _shift(t, a, b, left: bool):
-    """``a << b`` (``left``) or ``a >> b`` with the table's rules for the amount."""
-    av = np.asarray(a).astype(np.int64)
-    amt = np.asarray(b).astype(np.int64)
-    amt = amt if left else -amt                  # > 0: to the left
+    """``a << b`` (``left``) or ``a >> b`` with the table's rules for the amount, exact for
+    every width up to 64 bits: the amount's magnitude and direction are taken apart
+    without overflow, and shifts by the width or more are spelled out."""
+    a, b = np.asarray(a, t.dtype), np.asarray(b, t.dtype)
+    u64 = np.uint64
+    if t.is_int():
+        neg = b < 0
+        mag = np.where(neg, (~b.astype(np.int64)).astype(u64) + u64(1), b.astype(u64))
+        left = np.where(neg, not left, left)
+    else:
+        mag = b.astype(u64)
+    out = mag >= u64(t.bits)                     # every bit shifted out
+    m = np.where(out, u64(0), mag)
     with np.errstate(over="ignore"):
-        up = av << np.clip(amt, 0, 63)
-        down = av >> np.clip(-amt, 0, 63)          # arithmetic: sign fill for signed a
-    return np.where(amt >= 0, up, down).astype(t.dtype)
+        up = (a.astype(u64) << m).astype(t.dtype)              # wraps to the type
+        down = a >> m.astype(t.dtype)                          # arithmetic for signed a
+        gone = (a >> np.asarray(t.bits - 1, t.dtype)) if t.is_int() else np.zeros_like(a)
+    return np.where(left, np.where(out, np.zeros_like(a), up),
+                    np.where(out, gone, down)).astype(t.dtype)
 
 
 def _math(fn):

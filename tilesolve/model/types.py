@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = [
     "Type", "bool_", "uint8", "uint16", "uint32", "int8", "int16", "int32",
-    "int64", "float32", "float64", "ALL_TYPES", "match_types", "type_of_dtype",
+    "int64", "uint64", "float32", "float64", "ALL_TYPES", "match_types", "type_of_dtype",
 ]
 
 
@@ -117,12 +117,13 @@ uint32 = Type("uint", 32)
 int8 = Type("int", 8)
 int16 = Type("int", 16)
 int32 = Type("int", 32)
-int64 = Type("int", 64)   # internal: index arithmetic in the backends
+int64 = Type("int", 64)
+uint64 = Type("uint", 64)
 float32 = Type("float", 32)
 float64 = Type("float", 64)
 
-ALL_TYPES = (bool_, uint8, uint16, uint32, int8, int16, int32, float32, float64)
-_BY_NAME = {str(t): t for t in ALL_TYPES + (int64,)}
+ALL_TYPES = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float32, float64)
+_BY_NAME = {str(t): t for t in ALL_TYPES}
 
 
 def type_named(name: str) -> Type:

@@ -69,10 +69,10 @@ template <class T> __device__ __forceinline__ T ts_mod(T a, T b) {
 // shifts: a negative amount shifts the other way; the type's width or more shifts every
 // bit out (0, or -1 for a negative signed value shifted right)
 template <class T> __device__ __forceinline__ T ts_shift(T a, T s, bool left) {
-  const long long bits = 8 * (long long)sizeof(T);
-  long long m = (long long)s;
-  if (m < 0) { left = !left; m = -m; }
   typedef typename ts_unsigned<T>::type U;
+  const unsigned long long bits = 8ull * sizeof(T);
+  unsigned long long m = (unsigned long long)(U)s;      // the magnitude, without overflow
+  if ((T)-1 < (T)0 && s < (T)0) { left = !left; m = (unsigned long long)(U)((U)0 - (U)s); }
   if (left) return m >= bits ? (T)0 : (T)(U)((U)a << m);
   if (m >= bits) return (T)((T)-1 < (T)0 && a < (T)0 ? (T)-1 : (T)0);
   return (T)(a >> m); }
