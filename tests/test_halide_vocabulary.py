@@ -120,3 +120,36 @@ def test_int64_is_a_user_type():
     pipe = ts.Pipeline(f)
     got = ts.compile(pipe, ts.Schedule(pipe)).realize([3], a=a)
     np.testing.assert_array_equal(got, a * 3 + (a >> 2))
+
+
+def test_reinterpret_reads_the_bits_of_a_float_and_back():
+    A = ts.ImageParam(ts.float32, 1, "a")
+    f = ts.Func("f")
+    bits = ts.reinterpret(ts.uint32, A[x])
+    f[x] = ts.reinterpret(ts.float32, (bits & 0x807FFFFF) | (127 << 23))   # the mantissa in [1, 2)
+    g = ts.Func("g")
+    g[x] = ts.cast(ts.int32, (ts.reinterpret(ts.uint32, A[x]) >> 23) & 0xFF) - 127
+    pipe = ts.Pipeline([f, g])
+    a = np.random.default_rng(7).standard_normal(N).astype(np.float32) * 1e3
+    u = a.view(np.uint32)
+    want_f = ((u & np.uint32(0x807FFFFF)) | np.uint32(127 << 23)).view(np.float32)
+    want_g = ((u >> 23) & 0xFF).astype(np.int32) - 127
+    s = ts.Schedule(pipe)
+    s[f].vectorize(x, 16)
+    s[g].vectorize(x, 8)
+    for got in (ts.reference.realize(pipe, [N], a=a), ts.compile(pipe, s).realize([N], a=a)):
+        np.testing.assert_array_equal(got[0].view(np.uint32), want_f.view(np.uint32))
+        np.testing.assert_array_equal(got[1], want_g)
+    c = ts.reinterpret(ts.uint32, ts.cast(ts.float32, 1.0))
+    from tilesolve.analysis.simplify import simplify
+    assert simplify(c).value == 0x3F800000
+
+
+def test_reinterpret_needs_the_same_width_and_no_bool():
+    A = ts.ImageParam(ts.float32, 1, "a")
+    with pytest.raises(PipelineError, match="float32 and uint16 must be non-bool types of the same width"):
+        ts.reinterpret(ts.uint16, A[x])
+    with pytest.raises(PipelineError, match="same width"):
+        ts.reinterpret(ts.uint8, A[x] > 0)
+    with pytest.raises(PipelineError, match="must be a ts type"):
+        ts.reinterpret("uint32", A[x])

@@ -53,6 +53,17 @@ def accepts(op: ops.Op, t: T.Type) -> bool:
     return not t.is_bool()
 
 
+def partner(t: T.Type) -> T.Type:
+    """The type ``reinterpret`` reads ``t``'s bits as in these tests: the other signedness
+    of an integer, the signed integer of a float's width, and a float for 32 and 64-bit
+    signed integers."""
+    if t.is_float():
+        return T.Type("int", t.bits)
+    if t.is_int() and t.bits >= 32:
+        return T.Type("float", t.bits)
+    return T.Type("uint" if t.is_int() else "int", t.bits)
+
+
 def ops_for(t: T.Type) -> list[str]:
     return [n for n, o in ops.OPS.items() if accepts(o, t)]
 
@@ -68,6 +79,8 @@ def pipeline_for(t: T.Type):
         args = tuple(E.as_expr(v) for v in args)
         if op.kind == "math":
             e = E.Intrinsic(name, args, t)
+        elif op.kind == "reinterpret":
+            e = E.Intrinsic(name, args, partner(t))
         else:
             e = E.BinOp(name, *args)
         f = ts.Func(f"out_{name}")
@@ -139,6 +152,8 @@ def check_equal(pipe, got, want, t: T.Type, loose=frozenset(), operands=()):
             for v in operands:
                 keep &= np.isfinite(v) & ((np.abs(v) >= np.finfo(t.dtype).tiny) | (v == 0))
             g, w = g[keep], w[keep]
+        if name == "reinterpret" and w.dtype.kind == "f":      # every bit, NaN payloads too
+            g, w = g.view(f"i{w.itemsize}"), w.view(f"i{w.itemsize}")
         if name in INEXACT:
             rtol = 1e-5 if t.bits == 32 else 1e-12
             np.testing.assert_allclose(g, w, rtol=rtol, atol=0, equal_nan=True,

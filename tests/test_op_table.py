@@ -30,8 +30,10 @@ def test_every_op_has_a_rule_in_every_layer(layer):
 
 
 def test_the_language_builds_exactly_the_ops_of_the_table():
-    assert set(E.ARITH_OPS + E.BIT_OPS + E.CMP_OPS + E.BOOL_OPS + E.MATH_FUNCS) == set(ops.OPS)
+    assert set(E.ARITH_OPS + E.BIT_OPS + E.CMP_OPS + E.BOOL_OPS + E.MATH_FUNCS
+               + ("reinterpret",)) == set(ops.OPS)
     x = ts.Var("x")
+    assert ts.reinterpret(ts.uint32, ts.cast(ts.float32, x)).name == "reinterpret"
     built = {(x + 1).op, (x - 1).op, (x * 2).op, (x / 2).op, (x % 2).op,
              ts.min(x, 1).op, ts.max(x, 1).op, (x < 1).op, (x <= 1).op, (x > 1).op,
              (x >= 1).op, E.binop("eq", x, 1).op, E.binop("ne", x, 1).op,

@@ -26,7 +26,7 @@ from .model.derived import min_n as min  # noqa: F401,A001
 from .model.derived import select_n as select  # noqa: F401
 from .model.expr import (Expr, Param, RVar, Var, acos, acosh, asin, asinh, atan,  # noqa: F401
                          atan2, atanh, cast, ceil, clamp, cos, cosh, exp, floor, log,
-                         saturating_cast, sin, sinh, sqrt, tan, tanh, trunc)
+                         reinterpret, saturating_cast, sin, sinh, sqrt, tan, tanh, trunc)
 from .model.expr import abs_ as abs  # noqa: F401,A001
 from .model.expr import pow_ as pow  # noqa: F401,A001
 from .model.expr import round_ as round  # noqa: F401,A001

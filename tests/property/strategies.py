@@ -132,6 +132,8 @@ def exprs(draw, t=int32, depth=4, names=VARS):
     kinds += ["math", "math"] if t.is_float() else ["abs", "bits", "shift", "invert"]
     if t == int32:
         kinds += ["let", "lut"]
+    if t.bits == 32:
+        kinds += ["reinterpret"]
     kind = draw(st.sampled_from(kinds))
     if kind in ("div", "mod") and draw(st.booleans()):
         return E.binop(kind, draw(sub(t)), draw(leaves(t, names)))   # a divisor from scope
@@ -161,6 +163,8 @@ def exprs(draw, t=int32, depth=4, names=VARS):
         return (E.shift(draw(st.sampled_from(["shl", "shr"])), draw(sub(t)), amount))
     if kind == "invert":
         return ~draw(sub(t))
+    if kind == "reinterpret":       # the bits of a float as an int32, or the reverse
+        return ts.reinterpret(t, draw(sub(float32 if t == int32 else int32)))
     if kind == "let":
         value = draw(sub(int32))
         body = draw(exprs(t, depth - 1, names + (LET_VAR,)))

@@ -92,7 +92,7 @@ x, y = W("x"), W("y")
 xi, yi = W("x", _int), W("y", _int)
 c, k = K("c"), K("k")
 BINOPS = ops.of_kind("arith", "bits", "cmp", "logic")
-MATH = tuple("call:" + n for n in ops.of_kind("math"))
+MATH = tuple("call:" + n for n in ops.of_kind("math", "reinterpret"))
 
 
 # -- constant folding and canonical order ------------------------------------------------

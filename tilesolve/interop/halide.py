@@ -457,6 +457,9 @@ for _name in ("sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "round
     ops.register("halide", _name)(lambda hl, t, *args, _n=_name: getattr(hl, _n)(*args))
 
 
+ops.register("halide", "reinterpret")(lambda hl, t, a: hl.reinterpret(hl_type(t), a))
+
+
 @ops.register("halide", "abs")
 def _hl_abs(hl, t, a):
     if t.is_uint() or t.is_bool():

@@ -571,6 +571,18 @@ def atan2(a, b) -> Expr:
     return Intrinsic("atan2", (a, b), a.type)
 
 
+def reinterpret(t: Type, e) -> Expr:
+    """The bits of ``e`` read as type ``t`` of the same width (``ts.reinterpret(ts.uint32,
+    f)`` gives a float32's bits); bool has no bit layout to reinterpret."""
+    e = as_expr(e)
+    if not isinstance(t, Type):
+        raise PipelineError(f"reinterpret: the first argument must be a ts type, got {t!r}")
+    if t.is_bool() or e.type.is_bool() or t.bits != e.type.bits:
+        raise PipelineError(f"reinterpret({t}, {e}): {e.type} and {t} must be non-bool types "
+                            "of the same width")
+    return e if t == e.type else Intrinsic("reinterpret", (e,), t)
+
+
 def is_const(e, value=None) -> bool:
     if not isinstance(e, Const):
         return False

@@ -23,6 +23,8 @@ on integers):
 - float ``min``/``max`` propagate NaN from either operand (numpy's rule);
 - ``+ - *`` wrap on integers (two's complement);
 - math functions take and give floats, except ``abs``, which keeps its type;
+- ``reinterpret`` (its own kind) gives its operand's bits as another non-bool type of the
+  same width;
 - bit operations (``& | ^ << >>``, kind "bits") take integers of one type and give that
   type; a shift amount is read in the operands' type: a negative amount shifts the other
   way, and an amount of the type's width or more shifts every bit out (``<<`` gives 0,
@@ -43,7 +45,7 @@ LAYERS = ("interval", "llvm", "cuda", "halide")
 @dataclass(frozen=True)
 class Op:
     name: str
-    kind: str                 # "arith", "bits", "cmp", "logic" or "math"
+    kind: str                 # "arith", "bits", "cmp", "logic", "math" or "reinterpret"
     arity: int
     symbol: str | None        # infix spelling in the language (None: a function call)
     numpy: Callable           # numpy(t, *args): t is the operands' type
@@ -186,6 +188,9 @@ _TABLE = (
     ("ceil", "math", 1, None, _math(np.ceil), 1, None, None),
     ("round", "math", 1, None, _math(np.rint), 1, None, None),      # ties to even
     ("abs", "math", 1, None, _math(np.abs), 1, None, None),
+    # the same bits read as another type of the same width (``t`` is the result type)
+    ("reinterpret", "reinterpret", 1, None,
+     lambda t, a: np.ascontiguousarray(a).view(t.dtype), 1, None, None),
 )
 
 OPS: dict[str, Op] = {row[0]: Op(*row) for row in _TABLE}

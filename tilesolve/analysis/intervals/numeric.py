@@ -383,6 +383,7 @@ def _register():
         ops.register("interval", name)(lambda t, a, b, _op=name: logic(_op, a, b))
     for name in ops.of_kind("math"):
         ops.register("interval", name)(lambda t, *args, _n=name: intrinsic(_n, t, list(args)))
+    ops.register("interval", "reinterpret")(lambda t, a: type_range(t))    # t: the result
 
 
 _register()

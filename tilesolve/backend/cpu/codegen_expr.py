@@ -510,6 +510,14 @@ def _ll_abs(em, name, t, a):
     return bld.select(bld.icmp_signed("<", a, zero), bld.sub(zero, a), a)
 
 
+@ops.register("llvm", "reinterpret")
+def _ll_reinterpret(em, name, t, a):
+    target = llvm_type(t)
+    if isinstance(a.type, ir.VectorType):
+        target = ir.VectorType(target, a.type.count)
+    return em.b.bitcast(a, target)
+
+
 @ops.register("llvm", *_LLVM_MATH)
 def _ll_intrinsic(em, name, t, *args):
     if vecmath.applies(name, args[0].type):     # float32 vectors: no per-lane libm calls

@@ -76,6 +76,8 @@ template <class T> __device__ __forceinline__ T ts_shift(T a, T s, bool left) {
   if (left) return m >= bits ? (T)0 : (T)(U)((U)a << m);
   if (m >= bits) return (T)((T)-1 < (T)0 && a < (T)0 ? (T)-1 : (T)0);
   return (T)(a >> m); }
+template <class D, class S> __device__ __forceinline__ D ts_reinterpret(S s) {
+  union { S s; D d; } u; u.s = s; return u.d; }
 template <class T> __device__ __forceinline__ T ts_iabs(T a) { return a < 0 ? ts_neg(a) : a; }
 template <class T> __device__ __forceinline__ T ts_imin(T a, T b) { return a < b ? a : b; }
 template <class T> __device__ __forceinline__ T ts_imax(T a, T b) { return a > b ? a : b; }
@@ -309,6 +311,11 @@ def _c_arith(p, e, a, b):
     if op in ("min", "max"):
         return f"ts_i{op}<{ct}>({a}, {b})"
     return f"ts_{op}<{ct}>({a}, {b})"
+
+
+@ops.register("cuda", "reinterpret")
+def _c_reinterpret(p, e, args):
+    return f"ts_reinterpret<{ctype(e.type)}, {ctype(e.args[0].type)}>({args[0]})"
 
 
 @ops.register("cuda", *ops.of_kind("math"))
