@@ -211,7 +211,7 @@ def test_realize_wrong_rank():
 def test_realize_input_too_small():
     # scaled[x, y] reads image[x + 1, y]: an 8-wide output needs image columns 1..8.
     with pytest.raises(RealizeError, match=r"input 'image' is too small: dimension 0 \(numpy axis 1\) "
-                                           r"is read over \[1, 8\] but the array has extent 8"):
+                                           r"must cover \[1, 8\] but the array has extent 8"):
         ts.reference.realize(_pipe(), [8, 5], image=_img(w=8), gain=1.0)
     with pytest.raises(RealizeError, match=r"input 'image' is too small: dimension 1 .*\[0, 5\].*extent 5"):
         ts.reference.realize(_pipe(), [8, 6], image=_img(w=9, h=5), gain=1.0)

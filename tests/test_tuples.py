@@ -174,3 +174,4 @@ def test_misuses_of_tuples_name_the_func():
     r = ts.RDom((0, 4), name="r")
     with pytest.raises(PipelineError, match="argmax takes"):
         ts.argmax(r, img[r.x, 0], img[0, 0])
+

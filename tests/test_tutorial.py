@@ -7,12 +7,11 @@ Lessons about Halide's own runtime are left out, each with the reason:
 - 3 and 4 (tracing and printing from the JIT'd code): tilesolve shows the same things
   as ``Schedule.loop_nest``, ``compiled.loop_ir()`` and ``profile=True`` (lesson 5
   prints the loop nest);
-- 6 (realizing over a shifted domain): tilesolve's buffers all start at 0; an output
-  whose minimum is not 0 is computed by shifting its coordinates (shown in lesson 6);
 - 10, 11 and 15 (ahead-of-time compilation, cross-compilation, generators): tilesolve
   compiles in-process (with a disk cache) for the machine it runs on;
-- 13 (Tuples): Tuple-valued Funcs are not supported yet; the lesson's argmax is written
-  with two Funcs (shown in lesson 13);
+- 13 (Tuples): an update whose values read each other (the lesson's hand-written argmax
+  and its complex numbers) is refused, each value of a Tuple being its own Func;
+  ``ts.argmax`` gives the same answer (shown in lesson 13);
 - 18 (parallel associative reductions with rfactor): not supported; the solver
   vectorizes and parallelizes a reduction's pure dimensions.
 """
@@ -90,17 +89,29 @@ def test_lesson_05_scheduling_changes_the_order_never_the_result(how):
     assert "for" in s.loop_nest(sizes)               # what lesson 3 and 4 printed
 
 
-def test_lesson_06_a_shifted_domain_by_shifting_coordinates():
-    """Halide realizes ``gradient`` over [100, 105) x [50, 57); with buffers starting at
-    0, the same values come from a Func of the shifted coordinates."""
+def test_lesson_06_realizing_over_a_shifted_domain():
+    """``gradient`` realized over [100, 105) x [50, 57): into a buffer whose min is set,
+    or with ``mins=``; an input whose first element sits at (10, 20) is read at its own
+    coordinates, and ``img.dim(d).min()`` reads where it starts."""
     g = ts.Func("gradient")
     g[x, y] = x + y
-    shifted = ts.Func("shifted")
-    shifted[x, y] = g[x + 100, y + 50]
-    pipe = ts.Pipeline(shifted)
-    out = ts.compile(pipe, ts.Schedule(pipe)).realize([5, 7])
+    pipe = ts.Pipeline(g)
+    compiled = ts.compile(pipe, ts.Schedule(pipe))
     yy, xx = np.mgrid[50:57, 100:105]
-    np.testing.assert_array_equal(out, xx + yy)
+    shifted = ts.Buffer(ts.int32, [5, 7], mins=[100, 50])
+    assert compiled.realize(shifted) is shifted.array
+    np.testing.assert_array_equal(shifted.array, xx + yy)
+    np.testing.assert_array_equal(compiled.realize([5, 7], mins=[100, 50]), xx + yy)
+    np.testing.assert_array_equal(g.realize([5, 7], mins=[100, 50], spec=SPEC), xx + yy)
+    img = ts.ImageParam(ts.int32, 2, "img")
+    f = ts.Func("f")
+    f[x, y] = img[x, y] * 10 + img.dim(0).min()
+    fp = ts.Pipeline(f)
+    data = np.arange(30, dtype=np.int32).reshape(5, 6)
+    crop = ts.Buffer(data, mins=[10, 20])
+    got = ts.compile(fp, ts.solve_schedule(fp, SPEC, {"f": [4, 3], "img": [6, 5]})).realize(
+        [4, 3], mins=[11, 21], img=crop)
+    np.testing.assert_array_equal(got, data[1:4, 1:5] * 10 + 10)
 
 
 def _blur_pipeline():
@@ -200,20 +211,27 @@ def test_lesson_12_the_gpu_schedule_on_the_cuda_emulation():
                                   _blur_numpy(data))
 
 
-def test_lesson_13_argmax_without_tuples():
-    """Halide's lesson computes (max, argmax) as a Tuple; here the maximum is one Func
-    and the first index reaching it another."""
+def test_lesson_13_tuples():
+    """A Func with two values of two types, realized as two arrays; the (index, value)
+    of a maximum with ``ts.argmax``."""
+    multi = ts.Func("multi_valued")
+    multi[x, y] = (x + y, ts.sin(ts.cast(ts.float32, x * y)))
+    pipe = ts.Pipeline(multi)
+    s = ts.solve_schedule(pipe, SPEC, {"multi_valued": [80, 60]})
+    ints, floats = ts.compile(pipe, s).realize([80, 60])
+    yy, xx = np.mgrid[0:60, 0:80]
+    np.testing.assert_array_equal(ints, xx + yy)
+    np.testing.assert_allclose(floats, np.sin((xx * yy).astype(np.float32)), rtol=1e-5,
+                               atol=1e-6)
     a = ts.ImageParam(ts.float32, 1, "a")
     r = ts.RDom(a)
-    peak = ts.Func("peak")
-    peak[()] = ts.maximum(a[r.x])
-    first = ts.Func("first")
-    first[()] = ts.minimum(ts.select(a[r.x] == peak[()], r.x, a.extent(0)))
+    best = ts.Func("best")
+    best[()] = ts.argmax(a[r.x])
     data = np.random.default_rng(5).random(100, dtype=np.float32)
-    pipe = ts.Pipeline([peak, first])
-    s = ts.solve_schedule(pipe, SPEC, {"peak": [], "first": [], "a": [100]})
-    got_peak, got_first = ts.compile(pipe, s).realize([], a=data)
-    assert got_peak == data.max() and got_first == data.argmax()
+    pipe = ts.Pipeline(best)
+    s = ts.solve_schedule(pipe, SPEC, {"a": [100]})
+    index, value = ts.compile(pipe, s).realize([], a=data)
+    assert index == data.argmax() and value == data.max()
 
 
 def test_lesson_14_types():

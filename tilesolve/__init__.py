@@ -13,6 +13,7 @@ from .errors import (BoundsError, ChunkingError, ChunkingWarning, LoweringError,
                      SpecWarning,
                      TilesolveError)
 from .model import boundary  # noqa: F401
+from .reference import Buffer  # noqa: F401
 from .model.derived import (absd, fast_cos, fast_exp, fast_inverse,  # noqa: F401
                             fast_inverse_sqrt, fast_log, fast_pow, fast_sin, halving_add,
                             halving_sub, i8_sat, i16_sat, i32_sat, is_finite, is_inf, is_nan,

@@ -35,18 +35,47 @@ __all__ = ["realize", "evaluate_pipeline", "Buffer", "bind_arguments", "param_va
 
 
 class Buffer:
-    """A computed Func (or an input): ``array`` covers ``mins[d] .. mins[d]+extents[d]-1``.
+    """An array over a region that need not start at 0: ``array`` covers ``mins[d] ..
+    mins[d] + extents[d] - 1`` (``mins`` and ``extents`` innermost first, ``array``'s axes
+    reversed), as Halide's buffers do.
 
-    ``mins`` and ``extents`` are innermost first; ``array``'s axes are reversed.
+    ``ts.Buffer(arr, mins=[10, 20])`` passes an input whose first element is at (10, 20);
+    ``ts.Buffer(ts.int32, [5, 7], mins=[100, 50])`` is a zeroed output buffer over x in
+    [100, 105), y in [50, 57), to pass as ``out=`` (or give ``mins=`` to ``realize``).
+    The reference also holds each computed Func in one.
     """
 
     __slots__ = ("name", "array", "mins", "extents")
 
-    def __init__(self, name: str, array: np.ndarray, mins):
+    def __init__(self, array, sizes=None, *, mins=None, name: str = ""):
+        from .model.types import Type
+        if isinstance(array, Type):                 # Buffer(type, sizes, mins=...)
+            if isinstance(sizes, (int, np.integer)):
+                sizes = [sizes]
+            if not isinstance(sizes, (list, tuple)) or not all(
+                    isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0
+                    for v in sizes):
+                raise RealizeError(f"ts.Buffer({array}, sizes, mins=...): sizes must be a list "
+                                   f"of positive ints, innermost first, got {sizes!r}")
+            array = np.zeros(tuple(reversed([int(v) for v in sizes])), array.dtype)
+        elif sizes is not None:
+            raise RealizeError("ts.Buffer(array, mins=[...]): give the mins by keyword (sizes "
+                               "come only with a type: ts.Buffer(ts.int32, [W, H], mins=...))")
+        if not isinstance(array, np.ndarray):
+            raise RealizeError(f"ts.Buffer: expected a numpy array (or a type and sizes), got "
+                               f"{type(array).__name__}")
+        mins = [0] * array.ndim if mins is None else list(mins)
+        if len(mins) != array.ndim or not all(
+                isinstance(m, (int, np.integer)) and not isinstance(m, bool) for m in mins):
+            raise RealizeError(f"ts.Buffer: mins must be {array.ndim} ints (innermost first), "
+                               f"got {mins!r}")
         self.name = name
         self.array = array
         self.mins = tuple(int(m) for m in mins)
         self.extents = tuple(reversed(array.shape))
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.array.dtype}, extents={list(self.extents)}, mins={list(self.mins)})"
 
     def region(self) -> list[tuple[int, int]]:
         """``[(lo, hi), ...]`` innermost first."""
@@ -83,8 +112,54 @@ class Buffer:
 # ---------------------------------------------------------------------------
 # Arguments
 # ---------------------------------------------------------------------------
-def bind_arguments(pipeline: Pipeline, kwargs: dict):
-    """Check ``kwargs`` against the pipeline: ``(images, params)`` dicts."""
+def split_buffers(kwargs: dict) -> tuple[dict, dict]:
+    """``kwargs`` with each ``ts.Buffer`` replaced by its array, and ``{name: mins}`` of the
+    Buffers whose mins are not all 0."""
+    plain, mins = {}, {}
+    for k, v in kwargs.items():
+        if isinstance(v, Buffer):
+            plain[k] = v.array
+            if any(v.mins):
+                mins[k] = v.mins
+        else:
+            plain[k] = v
+    return plain, mins
+
+
+def output_mins(pipeline: Pipeline, mins, out_sizes: dict) -> dict:
+    """``realize(..., mins=)`` checked: ``{output: mins}`` of the outputs that do not start
+    at 0 (``mins``: one list for every output, innermost first, or a dict by name)."""
+    if mins is None:
+        return {}
+    by_name = pipeline.expand_names(mins) if isinstance(mins, dict) else {
+        n: mins for n in out_sizes}
+    out = {}
+    for n, m in by_name.items():
+        if n not in out_sizes:
+            raise RealizeError(f"realize(): mins given for {n!r}, which is not an output "
+                               f"(outputs: {', '.join(out_sizes)})")
+        m = [m] if isinstance(m, (int, np.integer)) else m
+        if not isinstance(m, (list, tuple)) or len(m) != len(out_sizes[n]) or not all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in m):
+            raise RealizeError(f"realize(): the mins of output {n} must be "
+                               f"{len(out_sizes[n])} ints (innermost first), got {m!r}")
+        if any(m):
+            out[n] = tuple(int(v) for v in m)
+    return out
+
+
+def bind_arguments(pipeline: Pipeline, kwargs: dict, mins: dict | None = None):
+    """Check ``kwargs`` against the pipeline: ``(images, params)`` dicts.  ``mins``: the
+    inputs' mins (``split_buffers``), which bind the ``img.dim(d).min()`` Params."""
+    mins = mins or {}
+    auto = pipeline.buffer_min_params()
+    given = sorted(set(kwargs) & set(auto))
+    if given:
+        img, d = auto[given[0]]
+        raise RealizeError(f"realize(): {given[0]!r} is the min of dimension {d} of input "
+                           f"{img!r}; it comes from the buffer passed (ts.Buffer(array, "
+                           "mins=[...])), not as an argument")
+    kwargs = dict(kwargs, **{p: mins.get(img, (0,) * 8)[d] for p, (img, d) in auto.items()})
     valid = list(pipeline.images) + list(pipeline.params)
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
@@ -213,30 +288,35 @@ def _bounds_of(iv, what: str, d: int) -> tuple[int, int]:
     return int(np.floor(float(lo))), int(np.ceil(float(hi)))
 
 
-def _required_regions(pipeline, out_sizes, images, params) -> dict[str, list[tuple[int, int]]]:
+def _required_regions(pipeline, out_sizes, images, params,
+                      out_mins=None) -> dict[str, list[tuple[int, int]]]:
     """Concrete regions (innermost first) of every Func and input, via the interval analysis."""
     from .analysis.intervals import required_regions
     firsts = list(out_sizes.values())
     sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
     input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params,
+                             mins=out_mins)
     regions = {}
     for name, box in boxes.items():
         regions[name] = [_bounds_of(iv, name, d) for d, iv in enumerate(box)]
     return regions
 
 
-def check_output_region(name: str, region, sizes) -> None:
+def check_output_region(name: str, region, sizes, mins=None) -> None:
     """``RealizeError`` when the pipeline reads or writes output ``name`` outside the
-    region asked for (``[0, size - 1]`` per dimension), as compiled code (and Halide) do:
-    an output's buffer is exactly what the caller asked for."""
-    for d, ((lo, hi), n) in enumerate(zip(region, sizes)):
-        if lo < 0 or hi > n - 1:
-            at, what = (lo, f"before the min (0)") if lo < 0 else (hi, f"beyond the max ({n - 1})")
+    region asked for (``[min, min + size - 1]`` per dimension, min 0 by default), as
+    compiled code (and Halide) do: an output's buffer is exactly what the caller asked
+    for."""
+    mins = mins or (0,) * len(sizes)
+    for d, ((lo, hi), n, m) in enumerate(zip(region, sizes, mins)):
+        if lo < m or hi > m + n - 1:
+            at, what = ((lo, f"before the min ({m})") if lo < m else
+                        (hi, f"beyond the max ({m + n - 1})"))
             raise RealizeError(
                 f"realize(): output {name} is accessed at {at}, which is {what} in dimension "
                 f"{d}: the pipeline (its updates, or Funcs reading {name}) accesses it over "
-                f"[{lo}, {hi}], but its size there is {n} (coordinates 0 to {n - 1}); "
+                f"[{lo}, {hi}], but its size there is {n} (coordinates {m} to {m + n - 1}); "
                 f"realize a larger {name}, or clamp the coordinates")
 
 
@@ -253,22 +333,17 @@ def check_region_sizes(regions: dict) -> None:
                     "asked for are too large)")
 
 
-def check_input_regions(pipeline: Pipeline, images: dict, regions: dict) -> None:
-    """``RealizeError`` for an input smaller than the region the pipeline reads."""
+def check_input_regions(pipeline: Pipeline, images: dict, regions: dict,
+                        mins: dict | None = None) -> None:
+    """``RealizeError`` for an input smaller than the region the pipeline reads
+    (``mins[name]``: where its first element sits, default 0)."""
+    from .analysis.intervals.regions import check_input
+    mins = mins or {}
     for name in pipeline.images:
         region = regions.get(name)
-        if region is None:
-            continue
-        arr = images[name]
-        if any(hi < lo for lo, hi in region):
+        if region is None or any(hi < lo for lo, hi in region):
             continue         # nothing is read
-        for d, (lo, hi) in enumerate(region):
-            ext = arr.shape[arr.ndim - 1 - d]
-            if lo < 0 or hi > ext - 1:
-                raise RealizeError(
-                    f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
-                    f"{arr.ndim - 1 - d}) is read over [{lo}, {hi}] but the array has extent "
-                    f"{ext} there (shape {arr.shape})")
+        check_input(name, images[name], region, mins.get(name))
 
 
 # ---------------------------------------------------------------------------
@@ -284,16 +359,19 @@ def base_env(pipeline: Pipeline, images: dict, params: dict) -> dict:
 
 
 def evaluate_pipeline(pipeline: Pipeline, regions: dict, images: dict,
-                      params: dict | None = None) -> dict[str, Buffer]:
+                      params: dict | None = None, mins: dict | None = None) -> dict[str, Buffer]:
     """Compute every Func of ``pipeline`` over ``regions[name]`` (``[(lo, hi)]`` innermost first).
 
-    ``images`` maps input names to (already checked) arrays; ``params`` maps
-    Param names to values.  Returns a Buffer per Func and input.
+    ``images`` maps input names to (already checked) arrays, whose first elements sit at
+    ``mins[name]`` (default 0); ``params`` maps Param names to values.  Returns a Buffer
+    per Func and input.
     """
     from .reference_updates import run_update
     params = params or {}
     env = base_env(pipeline, images, params)
-    buffers: dict[str, Buffer] = {n: Buffer(n, a, [0] * a.ndim) for n, a in images.items()}
+    mins = mins or {}
+    buffers: dict[str, Buffer] = {n: Buffer(a, mins=mins.get(n), name=n)
+                                  for n, a in images.items()}
 
     def call(target, idx):
         buf = buffers.get(target.name)
@@ -322,7 +400,7 @@ def _compute_pure(f, region, env, call) -> Buffer:
     mins = [lo for lo, _ in region]
     dtype = f.type.dtype
     if 0 in shape:
-        return Buffer(f.name, np.zeros(shape, dtype=dtype), mins)
+        return Buffer(np.zeros(shape, dtype=dtype), mins=mins, name=f.name)
     local = dict(env)
     for i, (v, (lo, hi)) in enumerate(zip(f.args, region)):
         s = [1] * n
@@ -330,34 +408,41 @@ def _compute_pure(f, region, env, call) -> Buffer:
         local[v.name] = np.arange(lo, hi + 1, dtype=np.int32).reshape(s)
     val = evaluate(f.value, local, call)
     arr = np.array(np.broadcast_to(np.asarray(val), shape), dtype=dtype)
-    return Buffer(f.name, arr, mins)
+    return Buffer(arr, mins=mins, name=f.name)
 
 
-def realize(pipeline: Pipeline, sizes, **inputs_and_params):
+def realize(pipeline: Pipeline, sizes, *, mins=None, **inputs_and_params):
     """Evaluate ``pipeline`` with numpy; the oracle for every compiled result.
 
     ``sizes`` is a list innermost first (every output gets it) or a dict
     output name -> sizes.  Inputs are numpy arrays passed by ImageParam name
     (dtype must match exactly), Params by name (their default is used when
     omitted).  Returns one array, or a tuple in ``pipeline.outputs`` order; an
-    output of sizes ``[W, H]`` has shape ``(H, W)``.
+    output of sizes ``[W, H]`` has shape ``(H, W)``.  An input whose first element is
+    not at 0 is passed as ``ts.Buffer(array, mins=[...])``; ``mins`` realizes the
+    outputs over ``[min, min + size)`` (one list for every output, or a dict by name).
     """
     if not isinstance(pipeline, Pipeline):
         raise RealizeError(f"realize(): expected a Pipeline, got {type(pipeline).__name__}")
-    images, params = bind_arguments(pipeline, inputs_and_params)
+    inputs_and_params, in_mins = split_buffers(inputs_and_params)
+    images, params = bind_arguments(pipeline, inputs_and_params, in_mins)
     out_sizes = output_sizes(pipeline, sizes)
-    regions = _required_regions(pipeline, out_sizes, images, params)
+    out_mins = output_mins(pipeline, mins, out_sizes)
+    regions = _required_regions(pipeline, out_sizes, images, params, out_mins)
     for name, s in out_sizes.items():
-        r = regions.get(name) or [(0, v - 1) for v in s]
-        check_output_region(name, r, s)
-        regions[name] = [(0, v - 1) for v in s]
-    check_input_regions(pipeline, images, regions)
+        m = out_mins.get(name, (0,) * len(s))
+        asked = [(lo, lo + v - 1) for lo, v in zip(m, s)]
+        check_output_region(name, regions.get(name) or asked, s, m)
+        regions[name] = asked
+    check_input_regions(pipeline, images, regions, in_mins)
     check_region_sizes(regions)
-    buffers = evaluate_pipeline(pipeline, regions, images, params)
+    buffers = evaluate_pipeline(pipeline, regions, images, params, in_mins)
     outs = []
     for name, s in out_sizes.items():
         buf = buffers[name]
-        sl = tuple(slice(-m, -m + v) for m, v in zip(reversed(buf.mins), reversed(s)))
+        m = out_mins.get(name, (0,) * len(s))
+        sl = tuple(slice(a - b, a - b + v) for a, b, v in
+                   zip(reversed(m), reversed(buf.mins), reversed(s)))
         outs.append(np.ascontiguousarray(buf.array[sl]))
     return shaped_outputs(pipeline, outs)
 

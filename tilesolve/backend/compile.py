@@ -133,8 +133,12 @@ def compile(pipeline, schedule=None, *, target=None, num_threads=None, cache_dir
     from ..lower import lower
     t0 = time.perf_counter()
     lowered = lower(pipeline, schedule, target="cpu")
-    return compile_lowered(pipeline, lowered, schedule=schedule, num_threads=num_threads,
-                           cache=cache, checked=checked, _t0=t0, profile=profile)
+    compiled = compile_lowered(pipeline, lowered, schedule=schedule, num_threads=num_threads,
+                               cache=cache, checked=checked, _t0=t0, profile=profile)
+    compiled._build_shifted = lambda: compile_lowered(    # buffers that do not start at 0
+        pipeline, lower(pipeline, schedule, target="cpu", buffer_mins=True), schedule=schedule,
+        num_threads=num_threads, cache=cache, checked=checked, profile=profile)
+    return compiled
 
 
 def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, cache=None,

@@ -7,7 +7,8 @@ and Stores.
 * a buffer argument ``b`` (input or output, origin 0):
   ``a_0 + sum_{d >= 1} a_d * b.stride.d``.  As in Halide, the innermost
   stride of every buffer argument is 1 (the runtime passes arrays that are
-  contiguous in their last numpy axis), so vector loads stay dense;
+  contiguous in their last numpy axis), so vector loads stay dense; lowered with
+  ``buffer_mins``, each ``a_d`` is taken relative to ``Var("b.min.d")`` first;
 * ``BufferExtent(img, d)`` becomes ``Var("img.extent.d")``.
 """
 from __future__ import annotations
@@ -20,7 +21,9 @@ from . import ir as L
 from .realize import buffer_names
 
 
-def _arg_index(name: str, args) -> E.Expr:
+def _arg_index(name: str, args, shifted: bool = False) -> E.Expr:
+    if shifted:                   # relative to the buffer's run-time mins
+        args = tuple(a - E.Var(f"{name}.min.{d}") for d, a in enumerate(args))
     idx = args[0]
     for d in range(1, len(args)):
         idx = idx + args[d] * E.Var(f"{name}.stride.{d}")
@@ -39,15 +42,18 @@ def _alloc_index(name: str, args) -> E.Expr:
 
 
 class Flattener:
-    def __init__(self, buffer_args: set):
-        """``buffer_args``: names of the inputs and outputs (origin-0 arguments)."""
+    def __init__(self, buffer_args: set, shifted: bool = False):
+        """``buffer_args``: names of the inputs and outputs (origin-0 arguments, or at
+        their ``<name>.min.<d>`` with ``shifted``)."""
         self.args = buffer_args
+        self.shifted = shifted
         self.memo: dict = {}
         self._alive: list = []    # the memo is keyed by id: keep the keys alive
 
     def index(self, name: str, args) -> E.Expr:
         args = tuple(E.cast(T.int32, a) for a in args)
-        return _arg_index(name, args) if name in self.args else _alloc_index(name, args)
+        return (_arg_index(name, args, self.shifted) if name in self.args
+                else _alloc_index(name, args))
 
     def _fn(self, n):
         if isinstance(n, E.Call):
@@ -73,6 +79,6 @@ class Flattener:
         return L.map_stmt(s, fs, self.expr)
 
 
-def flatten_storage(body: L.Stmt, buffer_args: set) -> L.Stmt:
+def flatten_storage(body: L.Stmt, buffer_args: set, shifted: bool = False) -> L.Stmt:
     """Replace Calls, Provides and BufferExtents (see the module docstring)."""
-    return Flattener(buffer_args).stmt(body)
+    return Flattener(buffer_args, shifted).stmt(body)

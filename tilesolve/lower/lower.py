@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ..errors import BoundsError, ScheduleError
 from ..model import expr as E
+from ..model import types as T
 from ..model.pipeline import Pipeline
 from . import ir as L
 from .accumulate import promote_accumulators
@@ -78,20 +79,32 @@ def arguments(pipeline: Pipeline) -> tuple:
 
 
 def lower(pipeline: Pipeline, schedule=None, *, target: str | None = None,
-          check: bool = True) -> L.LoweredPipeline:
+          check: bool = True, buffer_mins: bool = False) -> L.LoweredPipeline:
     """Lower ``pipeline`` with ``schedule`` (None: every Func computed at root,
     serial) to the loop IR.  ``target`` defaults to the schedule's target
-    ("cpu" without a schedule).  ``check`` runs the verifier."""
-    return _lower(pipeline, schedule, target, check)
+    ("cpu" without a schedule).  ``check`` runs the verifier.  ``buffer_mins``: every
+    input and output buffer starts at a run-time min per dimension (the scalar
+    arguments ``<buffer>.min.<d>``) instead of 0, and the outputs are computed over
+    ``[min, min + extent)``."""
+    return _lower(pipeline, schedule, target, check, buffer_mins)
 
 
-def _lower(pipeline, schedule, target, check):
+def min_arguments(args) -> tuple:
+    """The ``<buffer>.min.<d>`` scalar arguments of a build with ``buffer_mins``."""
+    return tuple(L.Argument(f"{a.name}.min.{d}", "scalar", T.int32)
+                 for a in args if a.kind == "buffer" for d in range(a.dims))
+
+
+def _lower(pipeline, schedule, target, check, buffer_mins=False):
     plan = make_plan(pipeline, schedule, target)
+    plan.buffer_mins = buffer_mins
     nests = build_stage_nests(plan)
     # Bounds inference reads the Calls, so it runs before flattening.
     body = place_realizations(plan, nests)
     args = arguments(pipeline)
     buffer_args = {a.name for a in args if a.kind == "buffer"}
+    if buffer_mins:
+        args += min_arguments(args)
     known = {k: v for ns in nests.values() for n in ns for k, v in n.ranges.items()}
     loop_names = frozenset().union(*(nest_names(n.stmt) for ns in nests.values() for n in ns))
     value_bounds = func_value_bounds_for(pipeline)
@@ -103,7 +116,7 @@ def _lower(pipeline, schedule, target, check):
                                        loop_names)
     except BoundsError:
         out_reads = ()      # unbounded: the algorithm's regions (checked at realize) say so
-    body = flatten_storage(body, buffer_args)
+    body = flatten_storage(body, buffer_args, buffer_mins)
     if plan.target == "cpu":
         body = partition_loops(body)
     # Simplify after flattening, so the index arithmetic folds too.

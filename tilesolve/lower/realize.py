@@ -204,13 +204,16 @@ class Placer:
         return wrap_lets(self.output_lets + self.top_lets, body)
 
     def _output_lets(self) -> list:
-        """The outputs' region lets (min 0, extent the output buffer's), outermost."""
+        """The outputs' region lets (min 0, or the buffer's with ``buffer_mins``; extent
+        the output buffer's), outermost."""
         lets = []
+        shifted = getattr(self.plan, "buffer_mins", False)
         for o in self.plan.outputs:
             f = self.plan.func(o)
             for d, a in enumerate(f.args):
                 mn, ext = region_names(o, a.name, 1, True)
-                lets += [(mn, E.Const(T.int32, 0)), (ext, E.Var(f"{o}.extent.{d}"))]
+                lo = E.Var(f"{o}.min.{d}") if shifted else E.Const(T.int32, 0)
+                lets += [(mn, lo), (ext, E.Var(f"{o}.extent.{d}"))]
                 if f.updates:
                     mn0, ext0 = region_names(o, a.name, 0, True)
                     lets += [(mn0, E.Var(mn)), (ext0, E.Var(ext))]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis.intervals.regions import check_input
 from ..analysis.simplify import simplify
 from ..errors import BoundsError, RealizeError
 from ..model import expr as E
@@ -161,32 +162,40 @@ class RegionCheck:
         return cls(pipeline, lowered.input_regions,
                    getattr(lowered, "output_read_regions", ()))
 
-    def __call__(self, out_sizes: dict, images: dict, arrays: dict, params: dict) -> None:
-        needed = self.regions(out_sizes, images, arrays, params)
+    def __call__(self, out_sizes: dict, images: dict, arrays: dict, params: dict,
+                 mins: dict | None = None) -> None:
+        """``mins``: buffer name -> where its first element sits (0s when absent)."""
+        mins = mins or {}
+        needed = self.regions(out_sizes, images, arrays, params, mins)
         for name, box in needed[_OUTPUTS].items():       # outputs first, as the reference
-            for d, ((lo, hi), n) in enumerate(zip(box, out_sizes[name])):
-                if lo < 0 or hi >= n:
+            m = mins.get(name, (0,) * len(box))
+            for d, ((lo, hi), n, mn) in enumerate(zip(box, out_sizes[name], m)):
+                if lo < mn or hi >= mn + n:
                     raise RealizeError(
                         f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
-                        f"dimension {d} but its size there is {n}: the pipeline reads or "
-                        f"updates {name} beyond the size asked for; realize a larger {name}")
+                        f"dimension {d} but its size there is {n} (coordinates {mn} to "
+                        f"{mn + n - 1}): the pipeline reads or updates {name} beyond the "
+                        f"region asked for; realize a larger {name}")
         for name, rs in needed.items():
             if name in images:
-                _check_input(name, images[name], rs)
+                check_input(name, images[name], rs, mins.get(name))
 
-    def regions(self, out_sizes: dict, images: dict, arrays: dict, params: dict) -> dict:
+    def regions(self, out_sizes: dict, images: dict, arrays: dict, params: dict,
+                mins: dict | None = None) -> dict:
         """``{input: [(lo, hi) or None, ...], "<outputs>": {output: [(lo, hi), ...]}}``."""
         env = {k: np.asarray(v).item() if hasattr(v, "dtype") else v for k, v in params.items()}
+        out_mins = {n: m for n, m in (mins or {}).items() if n in out_sizes}
         for name, arr in arrays.items():
             for d, (ext, st) in enumerate(zip(reversed(arr.shape), reversed(arr.strides))):
                 env[f"{name}.extent.{d}"] = ext
                 env[f"{name}.stride.{d}"] = st // arr.itemsize
-        key = tuple(sorted(env.items()))
+        key = (tuple(sorted(env.items())), tuple(sorted(out_mins.items())))
         needed = self._memo.get(key)
         if needed is not None:
             return needed
         needed = {_OUTPUTS: ({} if self.pipeline is None else
-                             _output_regions(self.pipeline, out_sizes, images, params))}
+                             _output_regions(self.pipeline, out_sizes, images, params,
+                                             out_mins))}
         env = {k: (np.int32(v) if isinstance(v, int) and not isinstance(v, bool) else v)
                for k, v in env.items()}
         for name, dims in self.input_regions + self.output_read_regions:
@@ -202,14 +211,15 @@ class RegionCheck:
             else:
                 needed[name] = rs
         if not self.input_regions and images and self.pipeline is not None:
-            _check_with_analysis(self.pipeline, out_sizes, images, params)
+            _check_with_analysis(self.pipeline, out_sizes, images, params, mins or {})
         if len(self._memo) > 256:
             self._memo.clear()
         self._memo[key] = needed          # one assignment: safe for concurrent callers
         return needed
 
 
-def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded) -> dict:
+def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded,
+                      out_mins=None) -> dict:
     """``{name: [(lo, hi), ...]}`` for ``names`` from the interval analysis (the
     algorithm's regions); ``unbounded(name, d, lo, hi)`` makes the error for a region
     with no usable bound."""
@@ -217,7 +227,8 @@ def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded) -> 
     firsts = list(out_sizes.values())
     sizes = firsts[0] if all(s == firsts[0] for s in firsts) else dict(out_sizes)
     input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
-    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params)
+    boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params,
+                             mins=out_mins)
     out = {}
     for name in names:
         box = boxes.get(name)
@@ -234,38 +245,26 @@ def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded) -> 
     return out
 
 
-def _output_regions(pipeline, out_sizes, images, params) -> dict:
+def _output_regions(pipeline, out_sizes, images, params, out_mins=None) -> dict:
     """The region of each output the pipeline touches (its own updates, other Funcs
     reading it), from the interval analysis.  ``BoundsError`` when an access has no
     usable bound (a data-dependent index that nothing clamps): compiled code could
     write anywhere, so it does not run, and the reference raises the same error."""
     return _analysis_regions(pipeline, out_sizes, images, params, out_sizes, lambda n, d, lo, hi: (
         BoundsError(f"realize(): output {n} is accessed in dimension {d} over [{lo}, {hi}], "
-                    "which has no usable bound; clamp the coordinates that read or write it")))
+                    "which has no usable bound; clamp the coordinates that read or write it")),
+        out_mins)
 
 
 def _eval_int(e, env) -> int:
     return int(e) if isinstance(e, (int, np.integer)) else int(eval_scalar(e, env))
 
 
-def _check_input(name: str, arr, needed) -> None:
-    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None (then
-    nothing at all is read)."""
-    shape = tuple(reversed(arr.shape))
-    if any(r is None for r in needed):
-        return                           # an empty region: nothing is read
-    for d, (lo, hi) in enumerate(needed):
-        if lo < 0 or hi >= shape[d]:
-            raise RealizeError(
-                f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
-                f"{arr.ndim - 1 - d}) must cover [{lo}, {hi}] but the array has extent "
-                f"{shape[d]} there (shape {arr.shape})")
-
-
-def _check_with_analysis(pipeline, out_sizes, images, params) -> None:
+def _check_with_analysis(pipeline, out_sizes, images, params, mins) -> None:
     """Input regions from the interval analysis, for a program that recorded none."""
     regions = _analysis_regions(pipeline, out_sizes, images, params, images, lambda n, d, lo, hi: (
         BoundsError(f"the region of input {n} read in dimension {d} is unbounded "
-                    f"([{lo}, {hi}]); clamp the indices that read it")))
+                    f"([{lo}, {hi}]); clamp the indices that read it")),
+        {n: m for n, m in mins.items() if n in out_sizes})
     for name, needed in regions.items():
-        _check_input(name, images[name], needed)
+        check_input(name, images[name], needed, mins.get(name))

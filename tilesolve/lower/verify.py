@@ -38,6 +38,8 @@ class _Verifier:
                     self.arg_vars.update((f"{a.name}.extent.{d}", f"{a.name}.stride.{d}"))
             else:
                 self.params[a.name] = a.type
+                if "." in a.name:        # a buffer's run-time min (buffer_mins), read as a Var
+                    self.arg_vars.add(a.name)
 
     def fail(self, msg, where=None):
         ctx = f" (in: {str(where).splitlines()[0].strip()})" if where is not None else ""

@@ -57,9 +57,39 @@ class ImageParam:
             raise PipelineError(f"input {self.name} has {self.dims} dimensions; no dimension {dim}")
         return E.BufferExtent(self.name, dim)
 
+    def dim(self, d: int) -> "Dimension":
+        """Dimension ``d`` of the buffer passed at run time: ``min()``, ``extent()``,
+        ``max()`` (Exprs), as Halide's ``img.dim(d)``."""
+        self.extent(d)                         # checks d
+        return Dimension(self, d)
+
+    def min_param(self, d: int) -> E.Param:
+        """The run-time min of dimension ``d``: a Param bound from the buffer passed (0
+        for a plain numpy array, ``mins[d]`` for a ``ts.Buffer``), never by the caller."""
+        self.extent(d)
+        return E.Param(T.int32, f"{self.name}_min_{d}", 0)
+
     def width(self): return self.extent(0)
     def height(self): return self.extent(1)
     def channels(self): return self.extent(2)
 
     def __repr__(self) -> str:
         return f"ImageParam({self.type}, {self.dims}, {self.name!r})"
+
+
+class Dimension:
+    """``img.dim(d)``: the run-time min, extent and max of one dimension of an input."""
+
+    __slots__ = ("image", "d")
+
+    def __init__(self, image: ImageParam, d: int):
+        self.image, self.d = image, d
+
+    def min(self) -> E.Expr:
+        return self.image.min_param(self.d)
+
+    def extent(self) -> E.Expr:
+        return self.image.extent(self.d)
+
+    def max(self) -> E.Expr:
+        return self.min() + self.extent() - 1

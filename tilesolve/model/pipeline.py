@@ -52,6 +52,17 @@ class Pipeline:
         self.tuple_outputs: dict[str, tuple[str, ...]] = {
             o.name: tuple(c.name for c in o.components) for o in tuples}
 
+    def buffer_min_params(self) -> dict:
+        """``{Param name: (input name, dimension)}`` for the inputs' ``dim(d).min()`` Params
+        the algorithm reads (bound from the buffers at run time)."""
+        out = {}
+        for name, img in self.images.items():
+            for d in range(img.dims):
+                p = img.min_param(d)
+                if self.params.get(p.name) is p:
+                    out[p.name] = (name, d)
+        return out
+
     def expand_names(self, by_name: dict) -> dict:
         """``by_name`` (sizes or estimates keyed by name) with a Tuple output's name
         replaced by each of its values' Funcs."""

@@ -17,7 +17,7 @@ Vars ranging over the Func's whole region.
 """
 from __future__ import annotations
 
-from ...errors import BoundsError
+from ...errors import BoundsError, RealizeError
 from ...model import expr as E
 from ...model.evaluate import extent_key
 from ...model.func import Func
@@ -198,13 +198,14 @@ def _check_box(consumer: str, call: E.Call, box: Box, scope: dict, verb: str = "
 
 
 def required_regions(pipeline, sizes, *, input_sizes: dict | None = None,
-                     params: dict | None = None) -> dict[str, Box]:
+                     params: dict | None = None, mins: dict | None = None) -> dict[str, Box]:
     """The numeric region of every Func and input needed to compute the outputs.
 
     ``sizes``: one list for every output (innermost first), or a dict output
     name -> sizes.  ``input_sizes``: input name -> sizes (needed when an index
     uses an input's extent, e.g. boundary conditions).  ``params``: Param name
-    -> value (else the Param's default).
+    -> value (else the Param's default).  ``mins``: output name -> the min of its
+    region in each dimension (default 0).
     """
     scope0 = _base_scope(pipeline, params, input_sizes)
     values = _ValueBounds(pipeline, scope0)
@@ -216,7 +217,9 @@ def required_regions(pipeline, sizes, *, input_sizes: dict | None = None,
         if len(s) != o.dimensions():
             raise BoundsError(f"required_regions: output {o.name} has {o.dimensions()} "
                               f"dimensions but {len(s)} sizes were given")
-        need[o.name] = Box.from_sizes(s)
+        m = (mins or {}).get(o.name)
+        need[o.name] = (Box.from_sizes(s) if m is None else
+                        Box(Interval(lo, lo + int(n) - 1) for lo, n in zip(m, s)))
     for name in reversed(pipeline.order()):
         f = pipeline.funcs[name]
         if name not in need:
@@ -284,3 +287,19 @@ def _close_updates(f, region: Box, scope0, values) -> Box:
     raise BoundsError(
         f"Func {f.name}: an update reads or writes {f.name} at sites that move with its pure "
         f"Vars (e.g. {f.name}[x + 1, ...]), so its region grows without end")
+
+
+def check_input(name: str, arr, needed, mins=None) -> None:
+    """``needed[d]``: (lo, hi) read in dimension d (innermost first), or None (then
+    nothing at all is read); ``mins``: where the array's first element sits (0s)."""
+    shape = tuple(reversed(arr.shape))
+    if any(r is None for r in needed):
+        return                           # an empty region: nothing is read
+    mins = mins or (0,) * len(shape)
+    for d, ((lo, hi), m) in enumerate(zip(needed, mins)):
+        if lo < m or hi >= m + shape[d]:
+            where = (f"coordinates {m} to {m + shape[d] - 1}" if m else f"extent {shape[d]}")
+            raise RealizeError(
+                f"realize(): input {name!r} is too small: dimension {d} (numpy axis "
+                f"{arr.ndim - 1 - d}) must cover [{lo}, {hi}] but the array has {where} "
+                f"there (shape {arr.shape})")

@@ -59,6 +59,8 @@ class CompiledPipeline:
         self.cache_hit = kernel.jit.cache_hit
         self.notes = tuple(lowered.notes) + tuple(generated.notes)
         self._regions = RegionCheck.of(lowered, pipeline)   # memoizes per shapes
+        self._build_shifted = None       # set by ts.compile: the build that takes mins
+        self._shifted = None
         self._profiler = None
         if generated.profile is not None:
             from .profile_report import Profiler
@@ -114,18 +116,70 @@ class CompiledPipeline:
                 f"buffers, {self.num_threads} threads, cache_hit={self.cache_hit}>")
 
     # -- running -----------------------------------------------------------------------
-    def realize(self, sizes, *, out=None, **inputs_and_params):
+    def realize(self, sizes, *, out=None, mins=None, **inputs_and_params):
         """Run the pipeline.  ``sizes``: innermost first (or a dict by output name), as in
         ``reference.realize``.  Returns one array, or a tuple in output order, each of shape
         ``reversed(sizes)``; with ``out=`` (an array, or a sequence in output order) the
-        results are written there and the same arrays are returned."""
-        from ...reference import bind_arguments, output_sizes, shaped_outputs
-        images, params = bind_arguments(self.pipeline, inputs_and_params)
+        results are written there and the same arrays are returned.
+
+        Buffers need not start at 0, as in Halide: an input passed as ``ts.Buffer(array,
+        mins=[...])`` has its first element at ``mins``; ``mins=`` (or ``out=`` /
+        ``sizes`` given as a ``ts.Buffer``) computes the outputs over ``[min, min +
+        size)``.  Such a call runs a second build of the pipeline whose code takes the
+        mins as arguments (compiled on first use)."""
+        from ...reference import (Buffer, bind_arguments, output_mins, output_sizes,
+                                  split_buffers)
+        if isinstance(sizes, Buffer) or (isinstance(sizes, (list, tuple)) and sizes and
+                                         all(isinstance(b, Buffer) for b in sizes)):
+            if out is not None:
+                raise RealizeError("realize(): the output buffers are given twice (as sizes "
+                                   "and as out=)")
+            out = sizes
+            bufs = [sizes] if isinstance(sizes, Buffer) else list(sizes)
+            sizes = dict(zip(self.pipeline.output_names, (list(b.extents) for b in bufs)))
+        out_list = [out] if isinstance(out, (np.ndarray, Buffer)) else (
+            None if out is None else list(out))
+        if out_list is not None and any(isinstance(b, Buffer) for b in out_list):
+            if mins is not None:
+                raise RealizeError("realize(): the output mins are given twice (as mins= "
+                                   "and by the out= buffers)")
+            mins = {n: b.mins for n, b in zip(self.pipeline.output_names, out_list)
+                    if isinstance(b, Buffer)}
+            out_list = [b.array if isinstance(b, Buffer) else b for b in out_list]
+        inputs_and_params, in_mins = split_buffers(inputs_and_params)
+        images, params = bind_arguments(self.pipeline, inputs_and_params, in_mins)
         out_sizes = output_sizes(self.pipeline, sizes)
+        all_mins = {**in_mins, **output_mins(self.pipeline, mins, out_sizes)}
+        build = self
+        if all_mins and not self._takes_mins:
+            build = self._shifted_build()
+        return build._run(out_sizes, out_list, images, params, all_mins)
+
+    @property
+    def _takes_mins(self) -> bool:
+        return any(a.name.endswith(".min.0") for a in self.generated.scalar_args)
+
+    def _shifted_build(self) -> "CompiledPipeline":
+        if self._shifted is None:
+            if self._build_shifted is None:
+                raise RealizeError(f"{self.lowered.name}: this build runs only buffers that "
+                                   "start at 0 (it was made from loop IR with compile_lowered); "
+                                   "ts.compile makes builds that take any mins")
+            self._shifted = self._build_shifted()
+        return self._shifted
+
+    def _run(self, out_sizes, out, images, params, mins):
+        from ...reference import shaped_outputs
+        if self._takes_mins:
+            params = dict(params)
+            for a in self.generated.buffer_args:
+                m = mins.get(a.name, (0,) * a.dims)
+                for d in range(a.dims):
+                    params[f"{a.name}.min.{d}"] = np.int32(m[d])
         outputs = self._outputs(out_sizes, out)
         images = {n: self._input_view(n, a, outputs) for n, a in images.items()}
         arrays = {**images, **outputs}
-        self._regions(out_sizes, images, arrays, params)
+        self._regions(out_sizes, images, arrays, params, mins)
         bufs = []
         for a in self.generated.buffer_args:
             if a.name not in arrays:

@@ -287,6 +287,11 @@ def bind_arguments(args: tuple, sizes, inputs: dict, defaults: dict | None = Non
     list innermost first (every output gets it) or a dict by output name.
     """
     defaults = defaults or {}
+    shifted = [k for k, v in inputs.items() if k == "mins" or hasattr(v, "mins")]
+    if shifted:
+        raise RealizeError(f"realize(): {shifted[0]!r}: the CUDA backend runs buffers that "
+                           "start at 0; inputs or outputs with other mins (ts.Buffer(..., "
+                           "mins=...), mins=...) run on the CPU backend")
     unknown = sorted(set(inputs) - {a.name for a in args if not a.is_output})
     if unknown:
         raise RealizeError(f"realize(): unknown argument {unknown[0]!r}; this pipeline takes: "
