@@ -11,7 +11,8 @@ within 1e-6 for floats.  When an output would be touched beyond the size asked f
 (its own update writes further, or another output reads it further) ``realize`` must
 refuse with a RealizeError instead; so must both when an input is read below 0.  Half
 the CPU examples are realized once more into windows of larger arrays (``out=``), which
-must get the same values and leave the rest untouched.  The
+must get the same values and leave the rest untouched; a third are realized over a shifted
+domain (``mins=``) by the build that takes buffer mins, against the reference's.  The
 compiled code is a checked build (every access tested against its buffer).  An example
 costs about 0.15 s, so each test runs ten times the profile's examples: 250 each under
 ``ci`` (500 pipeline x schedule pairs), 10,000 each under ``fuzz``.
@@ -167,6 +168,38 @@ def _check(data, gpu: bool):
             mask = np.ones(p.shape, bool)
             mask[tuple(slice(1, 1 + n) for n in g.shape)] = False
             assert (p[mask] == 7).all()
+    if not gpu and data.draw(st.integers(0, 2), label="shifted outputs") == 0:
+        _check_shifted(pipe, sched, sizes, inputs,
+                       [data.draw(st.integers(-3, 3), label="min") for _ in sizes])
+
+
+def _check_shifted(pipe, sched, sizes, inputs, mins):
+    """The outputs realized over ``[min, min + size)`` by the build that takes buffer
+    mins (checked) equal the reference's, or both refuse with the same kind of error."""
+    shifted = compile_lowered(pipe, lower(pipe, sched, buffer_mins=True), schedule=sched,
+                              num_threads=2, checked=True)
+    try:
+        want = ts.reference.realize(pipe, sizes, mins=mins, **inputs)
+    except (RealizeError, BoundsError) as exc:
+        with pytest.raises(type(exc)):
+            shifted.realize(sizes, mins=mins, **inputs)
+        event("shifted outputs: both refuse")
+        return
+    try:
+        got = shifted.realize(sizes, mins=mins, **inputs)
+    except RealizeError as exc:
+        assert "beyond the size asked for" in str(exc), exc
+        event("shifted outputs: round_up reads of an output past its size")
+        return
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    for name, g, w in zip(pipe.output_names, got, want):
+        msg = f"output {name} over mins {mins}\n{sched}\n{shifted.loop_ir()}"
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
+        else:
+            np.testing.assert_array_equal(g, w, err_msg=msg)
+    event("shifted outputs: equal")
 
 
 @_SETTINGS

@@ -174,8 +174,8 @@ class RegionCheck:
                     raise RealizeError(
                         f"realize(): output {name} would be accessed over [{lo}, {hi}] in "
                         f"dimension {d} but its size there is {n} (coordinates {mn} to "
-                        f"{mn + n - 1}): the pipeline reads or updates {name} beyond the "
-                        f"region asked for; realize a larger {name}")
+                        f"{mn + n - 1}): the pipeline reads or updates {name} beyond the size "
+                        f"asked for; realize a larger {name}")
         for name, rs in needed.items():
             if name in images:
                 check_input(name, images[name], rs, mins.get(name))
