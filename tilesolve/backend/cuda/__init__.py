@@ -4,6 +4,7 @@
     fast = compile_cuda(pipe, sched, load_spec("h100"))    # needs pycuda + a GPU (+ nvcc)
     b = build_cuda(pipe, sched, load_spec("h100"))         # source, plan, cubin, ptxas report
     emu = emulate_cuda(pipe, sched)                        # the same kernels on the CPU shim
+    emu = emulate_cuda(pipe, sched, count_sectors=True)    # ... and their 32-byte sectors
     host = noop_cuda(pipe, sched)                          # the host side on a no-op device
 
 Modules: ``cexpr`` (expressions as C), ``kernels`` (one GPU loop nest -> one
@@ -11,7 +12,8 @@ kernel), ``codegen`` (host/device split, ``generate``), ``plan`` (launch plan,
 its interpreter, argument binding), ``prepared`` (the plan compiled per sizes and
 Params: prepared launches, one device arena), ``nvcc`` (compile, ptxas report, spec
 limits), ``emulate`` (g++ + shim), ``drivers`` (pycuda, the no-op device),
-``runtime`` (the compiled pipeline: plan cache, device pool, timing).
+``runtime`` (the compiled pipeline: plan cache, device pool, timing), ``sectors``
+(the emulation's memory report: sectors per launch and buffer).
 """
 from __future__ import annotations
 
@@ -140,8 +142,9 @@ def noop_cuda(pipeline, schedule, spec=None, *, interpreted: bool = False, drive
                         interpreted=interpreted)
 
 
-def emulate_cuda(pipeline, schedule):
-    """The pipeline's CUDA kernels run on the CPU (g++ + the shim): ``.realize`` as usual."""
+def emulate_cuda(pipeline, schedule, *, count_sectors: bool = False):
+    """The pipeline's CUDA kernels run on the CPU (g++ + the shim): ``.realize`` as usual
+    (``count_sectors``: each realize leaves a ``sectors.MemoryReport`` in ``last_report``)."""
     from .emulate import EmulatedPipeline
     program = generate(lower_cuda(pipeline, schedule))
-    return EmulatedPipeline(program, _defaults(pipeline), pipeline)
+    return EmulatedPipeline(program, _defaults(pipeline), pipeline, count_sectors=count_sectors)

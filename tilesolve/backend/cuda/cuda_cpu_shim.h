@@ -62,6 +62,82 @@ struct Fibers {                                // owns the fibers and their stac
     ~Fibers() { for (unsigned i = 0; i < n; ++i) free(f[i].stack); delete[] f; }
 };
 
+#ifdef TS_COUNT_SECTORS
+// ---- the sector counter (built only with -DTS_COUNT_SECTORS) ----------------------------
+// Each global buffer parameter is a Global<T>; each load or store through it is recorded
+// with its 32-byte sector (offset from the buffer's start / 32) and grouped into warp-level
+// memory instructions: the threads of a warp (32 consecutive threads of the block, x fastest)
+// executing the same access site (its code address) for the same time.  Per buffer and
+// direction (load, store) the counters are: instructions, sectors summed over instructions,
+// sectors distinct within each block (summed over blocks), sectors distinct within the
+// launch, and bytes accessed.
+}  // namespace cudasim
+#include <stdint.h>
+#include <string.h>
+#include <unordered_map>
+#include <unordered_set>
+namespace cudasim {
+enum { SECTOR_BYTES = 32, MAX_BUFFERS = 64, FIELDS = 5 };
+enum { F_REQUESTS, F_SECTORS, F_BLOCK_SECTORS, F_LAUNCH_SECTORS, F_BYTES };
+struct InstrKey {
+    uint64_t site; uint32_t warp, occurrence;
+    bool operator==(const InstrKey& o) const {
+        return site == o.site && warp == o.warp && occurrence == o.occurrence; }
+};
+struct InstrKeyHash {
+    size_t operator()(const InstrKey& k) const {
+        return (size_t)(k.site * 0x9E3779B97F4A7C15ull ^ ((uint64_t)k.warp << 40) ^ k.occurrence); }
+};
+struct Instr { unsigned buf, kind, n; uint64_t sector[32]; };
+struct Recorder {
+    unsigned long long counts[MAX_BUFFERS][2][FIELDS];
+    std::unordered_map<uint64_t, uint32_t> occurrences;          // (thread, site) -> times
+    std::unordered_map<InstrKey, Instr, InstrKeyHash> instrs;    // this block's instructions
+    std::unordered_set<uint64_t> block_sectors, launch_sectors;  // (kind, buffer, sector)
+};
+inline Recorder g_rec;
+inline uint64_t sector_key(unsigned kind, unsigned buf, uint64_t sector) {
+    return ((uint64_t)kind << 63) | ((uint64_t)buf << 48) | (sector & 0xFFFFFFFFFFFFull);
+}
+__attribute__((noinline)) inline void record(unsigned buf, unsigned kind, long long offset,
+                                            unsigned bytes);
+inline void block_done() {
+    Recorder& r = g_rec;
+    for (auto& kv : r.instrs) {
+        r.counts[kv.second.buf][kv.second.kind][F_REQUESTS] += 1;
+        r.counts[kv.second.buf][kv.second.kind][F_SECTORS] += kv.second.n;
+    }
+    for (uint64_t k : r.block_sectors)
+        r.counts[(k >> 48) & 0x7FFF][k >> 63][F_BLOCK_SECTORS] += 1;
+    r.instrs.clear(); r.occurrences.clear(); r.block_sectors.clear();
+}
+inline void launch_done() {
+    Recorder& r = g_rec;
+    for (uint64_t k : r.launch_sectors)
+        r.counts[(k >> 48) & 0x7FFF][k >> 63][F_LAUNCH_SECTORS] += 1;
+    r.launch_sectors.clear();
+}
+template <class T> struct Ref {                // one element of a global buffer
+    typedef T value;
+    T* p; unsigned buf; long long offset;
+    __attribute__((always_inline)) operator T() const {
+        record(buf, 0, offset * (long long)sizeof(T), sizeof(T)); return *p; }
+    __attribute__((always_inline)) Ref& operator=(T v) {
+        record(buf, 1, offset * (long long)sizeof(T), sizeof(T)); *p = v; return *this; }
+    __attribute__((always_inline)) Ref& operator=(const Ref& o) { return *this = (T)o; }
+};
+template <class T> struct Global {             // a global buffer parameter
+    T* base; unsigned buf;
+    __attribute__((always_inline)) Ref<T> operator[](long long i) const {
+        return Ref<T>{base + i, buf, i}; }
+};
+#define TS_BLOCK_DONE() cudasim::block_done()
+#define TS_LAUNCH_DONE() cudasim::launch_done()
+#else
+#define TS_BLOCK_DONE() ((void)0)
+#define TS_LAUNCH_DONE() ((void)0)
+#endif
+
 // Run kernel_call for every thread of every block.  Returns 0, or 1 with last_error() set.
 template <class F> int launch(dim3 grid, dim3 block, F kernel_call, bool uses_barrier,
                               size_t stack = 256 * 1024) {
@@ -76,7 +152,9 @@ template <class F> int launch(dim3 grid, dim3 block, F kernel_call, bool uses_ba
             g_bid = {bx, by, bz};
             for (unsigned tz = 0; tz < block.z; ++tz) for (unsigned ty = 0; ty < block.y; ++ty)
             for (unsigned tx = 0; tx < block.x; ++tx) { g_tid = {tx, ty, tz}; kernel_call(); }
+            TS_BLOCK_DONE();
         }
+        TS_LAUNCH_DONE();
         return 0;
     }
     Fibers fibers(nt, stack);
@@ -109,10 +187,43 @@ template <class F> int launch(dim3 grid, dim3 block, F kernel_call, bool uses_ba
                 return 1;
             }
         }
+        TS_BLOCK_DONE();
     }
+    TS_LAUNCH_DONE();
     return 0;
 }
+
+#ifdef TS_COUNT_SECTORS
+// The site of an access is the address its inlined Ref operator calls record() from.
+__attribute__((noinline)) inline void record(unsigned buf, unsigned kind, long long offset,
+                                            unsigned bytes) {
+    Recorder& r = g_rec;
+    const uint64_t site = (uint64_t)(uintptr_t)__builtin_return_address(0) & 0xFFFFFFFFFFFFull;
+    const unsigned tid = g_tid.x + g_bdim.x * (g_tid.y + g_bdim.y * g_tid.z);
+    const uint32_t occurrence = r.occurrences[((uint64_t)tid << 48) | site]++;
+    const uint64_t sector = (uint64_t)(offset >> 5);
+    Instr& in = r.instrs[InstrKey{site, tid / 32, occurrence}];
+    if (in.n == 0) { in.buf = buf; in.kind = kind; }
+    bool seen = false;
+    for (unsigned i = 0; i < in.n; ++i) seen |= in.sector[i] == sector;
+    if (!seen && in.n < 32) in.sector[in.n++] = sector;
+    r.block_sectors.insert(sector_key(kind, buf, sector));
+    r.launch_sectors.insert(sector_key(kind, buf, sector));
+    r.counts[buf][kind][F_BYTES] += bytes;
+}
+#endif
 } // namespace cudasim
+
+#ifdef TS_COUNT_SECTORS
+// a reinterpret of a buffer element reads the element first (the prelude's template
+// would copy the Ref itself)
+template <class D, class S> inline D ts_reinterpret(cudasim::Ref<S> r) {
+    typename cudasim::Ref<S>::value v = r; D d; memcpy(&d, &v, sizeof d); return d; }
+extern "C" void ts_sector_counts(unsigned long long* out, unsigned n) {
+    memcpy(out, cudasim::g_rec.counts, sizeof(unsigned long long) * n * 2 * cudasim::FIELDS);
+    memset(cudasim::g_rec.counts, 0, sizeof cudasim::g_rec.counts);
+}
+#endif
 
 #define __global__
 #define __device__

@@ -9,6 +9,16 @@ a fiber, ``__syncthreads()`` a yield, blocks one after another) into a shared
 library, loaded with ctypes; the host launch plan runs in Python
 (``plan.run_plan``), exactly as the pycuda runtime runs it.
 
+With ``count_sectors=True`` the kernels are built with the shim's sector counter
+(each global buffer parameter wrapped, its signature's type only: the kernel body is
+the same text) and ``realize`` leaves a ``sectors.MemoryReport`` in ``last_report``:
+each launch's grid, block, shared and buffer bytes, and the 32-byte sectors its warps
+load and store.  ``run(pipeline, schedule, sizes, inputs, count_sectors=True)`` does it
+all in one call::
+
+    out, report = run(pipe, sched, [64, 48], {"input": arr}, count_sectors=True)
+    report.ratio()      # sectors requested by warps / compulsory sectors
+
 What this checks that nvcc cannot: that the CUDA text computes the right
 values (index math, guards, barriers, shared memory).  To catch more bugs,
 every buffer lives inside guard zones (NaN for floats, a byte pattern for
@@ -40,10 +50,12 @@ from .runtime import check_inputs
 
 SHIM = Path(__file__).with_name("cuda_cpu_shim.h")
 GUARD = 64                      # guard elements on each side of every buffer
+MAX_COUNTED_PARAMS = 64         # the shim's sector counter's buffers per kernel (MAX_BUFFERS)
 CXX_FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
              "-fno-strict-aliasing", "-w")
 
-__all__ = ["EmulatedPipeline", "ShimDriver", "emulation_source", "build_library", "EmulationError"]
+__all__ = ["EmulatedPipeline", "ShimDriver", "emulation_source", "build_library", "EmulationError",
+           "run"]
 
 
 class EmulationError(LoweringError):
@@ -59,22 +71,54 @@ def _find_cxx() -> str:
                          "compiles the kernels with one")
 
 
-def emulation_source(program: CudaProgram) -> str:
-    """The C++ translation unit: shim + the unmodified kernel text + one launcher per kernel."""
+def emulation_source(program: CudaProgram, count_sectors: bool = False) -> str:
+    """The C++ translation unit: shim + the unmodified kernel text + one launcher per kernel
+    (``count_sectors``: each kernel's buffer parameters declared as the shim's counting
+    ``cudasim::Global`` instead of pointers; the kernel bodies are unchanged)."""
     from .cexpr import ctype
-    parts = [f'#include "{SHIM.name}"', program.source, "// ---- emulation launchers ----"]
+    source = _counting_signatures(program) if count_sectors else program.source
+    parts = [f'#include "{SHIM.name}"', source, "// ---- emulation launchers ----"]
     for k in program.kernels:
         uses_barrier = "true" if "__syncthreads()" in _kernel_text(program.source, k.name) else "false"
         args = []
         for i, p in enumerate(k.params):
             t = ctype(p.type)
-            args.append(f"*({t}**)args[{i}]" if p.kind == "buffer" else f"*(const {t}*)args[{i}]")
+            if p.kind == "buffer" and count_sectors:
+                g = f"cudasim::Global<{'const ' if p.read_only else ''}{t}>"
+                args.append(f"{g}{{*({t}**)args[{i}], {i}u}}")
+            else:
+                args.append(f"*({t}**)args[{i}]" if p.kind == "buffer" else f"*(const {t}*)args[{i}]")
         parts.append(
             f'extern "C" int ts_launch_{k.name}(const unsigned* d, void** args) {{\n'
             f"  return cudasim::launch(dim3(d[0], d[1], d[2]), dim3(d[3], d[4], d[5]),\n"
             f"      [&]() {{ {k.name}({', '.join(args)}); }}, {uses_barrier});\n}}")
     parts.append('extern "C" const char* ts_last_error() { return cudasim::last_error(); }')
     return "\n".join(parts) + "\n"
+
+
+def _counting_signatures(program: CudaProgram) -> str:
+    """The program's text with each kernel's buffer parameters as ``cudasim::Global``."""
+    from .cexpr import ctype
+    from .kernels import param_decl
+    source = program.source
+    for k in program.kernels:
+        start = source.find(f" {k.name}(")
+        end = source.find("{", start)
+        if start < 0 or end < 0:
+            raise EmulationError(f"kernel {k.name}: no signature in the program text")
+        sig = source[start:end]
+        buffers = [p for p in k.params if p.kind == "buffer"]
+        if len(k.params) > MAX_COUNTED_PARAMS:
+            raise EmulationError(f"kernel {k.name}: {len(k.params)} parameters; the sector "
+                                 f"counter records at most {MAX_COUNTED_PARAMS}")
+        for p in buffers:
+            decl = param_decl(p)
+            if decl not in sig:
+                raise EmulationError(f"kernel {k.name}: parameter {decl!r} not in its signature")
+            sig = sig.replace(decl, f"cudasim::Global<{'const ' if p.read_only else ''}"
+                                    f"{ctype(p.type)}> {p.cname}")
+        source = source[:start] + sig + source[end:]
+    return source
 
 
 def _kernel_text(source: str, name: str) -> str:
@@ -89,11 +133,12 @@ def _cache_dir() -> Path:
     return d
 
 
-def build_library(program: CudaProgram, extra_flags=()) -> ctypes.CDLL:
-    """Compile (or reuse from the cache) and load the emulation library of ``program``."""
-    src = emulation_source(program)
+def build_library(program: CudaProgram, extra_flags=(), count_sectors: bool = False) -> ctypes.CDLL:
+    """Compile (or reuse from the cache) and load the emulation library of ``program``
+    (``count_sectors``: with the shim's sector counter)."""
+    src = emulation_source(program, count_sectors)
     cxx = _find_cxx()
-    flags = CXX_FLAGS + tuple(extra_flags)
+    flags = CXX_FLAGS + tuple(extra_flags) + (("-DTS_COUNT_SECTORS",) if count_sectors else ())
     key = hashlib.sha256("\0".join((src, SHIM.read_text(), cxx, *flags)).encode()).hexdigest()[:24]
     lib = _cache_dir() / f"{program.name}-{key}.so"
     if not lib.exists():
@@ -137,10 +182,11 @@ class _Buf:
 
 
 class _ShimDevice:
-    def __init__(self, lib, program):
+    def __init__(self, lib, program, count_sectors: bool = False):
         self.lib, self.program = lib, program
         self.live: dict = {}
         self.launches = 0
+        self.traffic = [] if count_sectors else None     # LaunchTraffic per launch
         lib.ts_last_error.restype = ctypes.c_char_p
 
     def alloc(self, name, type_, count):
@@ -170,24 +216,46 @@ class _ShimDevice:
             if p.kind == "buffer" and not a.intact():
                 raise EmulationError(f"kernel {kernel.name} wrote outside buffer {p.name} "
                                      f"(grid {grid}, block {block})")
+        if self.traffic is not None:
+            self.traffic.append(self._traffic(kernel, grid, block, args))
+
+    def _traffic(self, kernel, grid, block, args):
+        """The counter's figures for the launch just run (and reset them)."""
+        from .prepared import LaunchRecord
+        from .sectors import FIELDS, BufferTraffic, LaunchTraffic, Traffic
+        n = len(kernel.params)
+        counts = np.zeros((max(n, 1), 2, len(FIELDS)), dtype=np.uint64)
+        self.lib.ts_sector_counts(counts.ctypes.data_as(ctypes.c_void_p), ctypes.c_uint(n))
+        bufs = [(i, p, a) for i, (p, a) in enumerate(zip(kernel.params, args))
+                if p.kind == "buffer"]
+        record = LaunchRecord(kernel.name, tuple(int(g) for g in grid),
+                              tuple(int(b) for b in block), kernel.shared_bytes,
+                              tuple((p.name, a.name, int(a.inner.nbytes)) for _, p, a in bufs))
+        return LaunchTraffic(record, tuple(
+            BufferTraffic(p.name, a.name, Traffic(*map(int, counts[i, 0])),
+                          Traffic(*map(int, counts[i, 1])))
+            for i, p, a in bufs))
 
 
 class EmulatedPipeline:
     """A CUDA program run on the CPU through the shim; ``realize`` as in ``reference``."""
 
-    def __init__(self, program: CudaProgram, defaults: dict | None = None, pipeline=None):
+    def __init__(self, program: CudaProgram, defaults: dict | None = None, pipeline=None,
+                 count_sectors: bool = False):
         self.program = program
         self.defaults = dict(defaults or {})
         self.pipeline = pipeline
         self._regions = None if pipeline is None else RegionCheck(pipeline, *program.regions)
-        self.lib = build_library(program)
+        self.count_sectors = bool(count_sectors)
+        self.lib = build_library(program, count_sectors=self.count_sectors)
         self.last_launches = 0
+        self.last_report = None        # a sectors.MemoryReport after a counting realize
 
     def realize(self, sizes, **inputs):
         env, arrays, outputs = bind_arguments(self.program.args, sizes, inputs, self.defaults)
         if self.pipeline is not None:
             check_inputs(self._regions, arrays, outputs, env)
-        dev = _ShimDevice(self.lib, self.program)
+        dev = _ShimDevice(self.lib, self.program, self.count_sectors)
         buffers = {}
         for name, arr in arrays.items():
             b = _Buf(name, arr.dtype, arr.size)
@@ -196,6 +264,13 @@ class EmulatedPipeline:
             buffers[name] = b
         run_plan(self.program, env, buffers, dev)
         self.last_launches = dev.launches
+        if dev.traffic is not None:
+            from .sectors import MemoryReport
+            self.last_report = MemoryReport(
+                self.program.name, tuple(dev.traffic),
+                {n: int(a.nbytes) for n, a in arrays.items() if n not in outputs},
+                {n: int(arrays[n].nbytes) for n in outputs},
+                sum(int(arrays[n].size) for n in outputs))
         outs = []
         for name in outputs:
             arr = arrays[name]
@@ -204,6 +279,15 @@ class EmulatedPipeline:
         if not outs:
             raise RealizeError(f"pipeline {self.program.name} has no output buffer")
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def run(pipeline, schedule, sizes, inputs: dict | None = None, *, count_sectors: bool = False):
+    """Lower, generate and run ``schedule`` of ``pipeline`` on the CPU shim: ``(outputs,
+    report)``, the report a ``sectors.MemoryReport`` with ``count_sectors`` (else None)."""
+    from . import emulate_cuda
+    emu = emulate_cuda(pipeline, schedule, count_sectors=count_sectors)
+    out = emu.realize(sizes, **(inputs or {}))
+    return out, emu.last_report
 
 
 class ShimDriver(UntimedDevice):

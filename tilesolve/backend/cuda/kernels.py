@@ -35,6 +35,13 @@ AXES = "xyz"
 _ONE = E.Const(T.int32, 1)
 
 
+def param_decl(p: KernelParam) -> str:
+    """A kernel parameter as the signature declares it (a buffer: a restrict pointer)."""
+    if p.kind == "buffer":
+        return f"{'const ' if p.read_only else ''}{ctype(p.type)} *__restrict__ {p.cname}"
+    return f"const {ctype(p.type)} {p.cname}"
+
+
 def _plus(a: str, b: str) -> str:
     return b if a == "0" else f"{a} + {b}"
 
@@ -428,12 +435,7 @@ class KernelBuilder:
                   for b in bufs if b not in self.bound_names]
         params += [KernelParam(self.names(n), n, "scalar", self.host_scalars[n])
                    for n in sorted(self.used - self.bound_names)]
-        sig = []
-        for p in params:
-            if p.kind == "buffer":
-                sig.append(f"{'const ' if p.read_only else ''}{ctype(p.type)} *__restrict__ {p.cname}")
-            else:
-                sig.append(f"const {ctype(p.type)} {p.cname}")
+        sig = [param_decl(p) for p in params]
         bounds = ""
         if self.block_const is not None:
             bounds = f"__launch_bounds__({self.block_const[0] * self.block_const[1] * self.block_const[2]}) "
