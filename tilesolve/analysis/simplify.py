@@ -50,8 +50,22 @@ def is_const(e, value=None) -> bool:
     return E.is_const(e, value)
 
 
-_CACHE: dict[int, tuple] = {}     # id(e) -> (e, simplify(e)) for calls without a scope
-_CACHE_LIMIT = 50_000
+# Without a scope, the simplified form and bounds of a node are a pure function of the
+# node (Exprs are immutable and hash-consed; a Let body is simplified by a simplifier of
+# its own, whose scope binds the name).  So every call without a scope shares one memo of
+# every sub-Expr visited: the many overlapping Exprs of lowering (a region substituted
+# through its lets, one level at a time) are simplified once, not once per call.  The
+# entries keep their nodes alive, so ids stay their own.
+_CACHE: dict[int, tuple] = {}     # id(e) -> (e, simplified, bounds)
+_LINEAR: dict[int, tuple] = {}    # id(e) -> (e, linear form)
+_CACHE_LIMIT = 200_000
+
+
+def _shared() -> "_Simplifier":
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+        _LINEAR.clear()
+    return _Simplifier(None, _CACHE, _LINEAR)
 
 
 def simplify(e: E.Expr, scope: dict | None = None) -> E.Expr:
@@ -59,17 +73,10 @@ def simplify(e: E.Expr, scope: dict | None = None) -> E.Expr:
     e = E.as_expr(e)
     if scope:
         return _Simplifier(scope).visit(e)[0]
-    # Exprs are immutable and hash-consed, so without a scope the result is a pure
-    # function of the node: cache it (the entry keeps ``e`` alive, so ids stay unique).
     hit = _CACHE.get(id(e))
     if hit is not None:
         return hit[1]
-    r = _Simplifier(None).visit(e)[0]
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[id(e)] = (e, r)
-    _CACHE.setdefault(id(r), (r, r))
-    return r
+    return _shared().visit(e)[0]
 
 
 def prove(cond, scope: dict | None = None):
@@ -86,7 +93,8 @@ def prove(cond, scope: dict | None = None):
 
 def numeric_bounds(e: E.Expr, scope: dict | None = None) -> tuple:
     """Numeric (lo, hi) of ``e``'s value (+-inf when unknown; floats always unbounded)."""
-    return _Simplifier(scope).visit(E.as_expr(e))[1]
+    e = E.as_expr(e)
+    return (_Simplifier(scope) if scope else _shared()).visit(e)[1]
 
 
 # -- scope handling ------------------------------------------------------------------
@@ -118,10 +126,11 @@ _OPERATORS = frozenset((E.BinOp, E.Not, E.Select, E.Cast, E.Intrinsic))
 
 # -- the driver -------------------------------------------------------------------------
 class _Simplifier:
-    def __init__(self, scope):
+    def __init__(self, scope, memo: dict | None = None, lin: dict | None = None):
+        """``memo`` and ``lin``: shared tables (only for a simplifier without a scope)."""
         self.scope = scope if isinstance(scope, _Scope) else _Scope(_numeric_scope(scope))
-        self.memo: dict[int, tuple] = {}
-        self.lin: dict[int, tuple] = {}
+        self.memo: dict[int, tuple] = {} if memo is None else memo
+        self.lin: dict[int, tuple] = {} if lin is None else lin
         self._warming = False
 
     def visit(self, e):
