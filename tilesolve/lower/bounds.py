@@ -63,79 +63,6 @@ def _endpoint(v, t, is_lo: bool):
     return E.Const(t, v)
 
 
-def _fmin(a, b):
-    return a if a is b else E.min_(a, b)
-
-
-def _fmax(a, b):
-    return a if a is b else E.max_(a, b)
-
-
-class LowerBounder(Bounder):
-    """``Bounder`` plus symbolic float bounds, which lowering needs where a
-    float Param scales a data-dependent index (``int(v / r_sigma)``): IEEE
-    ``+ - * /`` and float-to-int truncation are monotonic in each operand, so
-    the corners bound the result (ignoring NaN, as the analysis does).
-
-    An int32 endpoint at the type's limit means "nothing known" and becomes
-    unbounded, so it never enters symbolic arithmetic (where it would wrap:
-    ``max(-2**31, e) - 2``)."""
-
-    def bounds(self, e):
-        iv = super().bounds(e)
-        t = getattr(e, "type", None)
-        if t is not None and t.code == "int" and t.bits >= 32:
-            lo, hi = iv.lo, iv.hi
-            drop_lo = isinstance(lo, (int, float)) and lo <= -INDEX_LIMIT - 1
-            drop_hi = isinstance(hi, (int, float)) and hi >= INDEX_LIMIT
-            if drop_lo or drop_hi:
-                return Interval(None if drop_lo else lo, None if drop_hi else hi)
-        return iv
-
-    def _binop(self, e, a, b):
-        t = e.a.type
-        if (t.is_float() and e.op in ("add", "sub", "mul", "div")
-                and not (a.is_numeric() and b.is_numeric())
-                and a.is_bounded() and b.is_bounded()):
-            lo = [_fe(v, t) for v in (a.lo, a.hi)]
-            hi = [_fe(v, t) for v in (b.lo, b.hi)]
-            if e.op == "add":
-                return Interval(E.binop("add", lo[0], hi[0]), E.binop("add", lo[1], hi[1]))
-            if e.op == "sub":
-                return Interval(E.binop("sub", lo[0], hi[1]), E.binop("sub", lo[1], hi[0]))
-            if e.op == "div" and not b.is_single_point():
-                return super()._binop(e, a, b)
-            cs = [E.binop(e.op, p, q) for p in lo for q in hi]
-            mn, mx = cs[0], cs[0]
-            for c in cs[1:]:
-                mn, mx = _fmin(mn, c), _fmax(mx, c)
-            return Interval(simplify(mn), simplify(mx))
-        r = super()._binop(e, a, b)
-        if (not t.is_float() and e.op in ("div", "mod") and not r.is_bounded()
-                and b.is_single_point() and isinstance(b.lo, E.Expr)):
-            d = b.lo
-            if e.op == "div" and a.is_bounded():
-                # for one divisor (of either sign, or 0), a / d is monotonic in a
-                p, q = (E.binop("div", _fe(v, t), d) for v in (a.lo, a.hi))
-                return Interval(simplify(_fmin(p, q)), simplify(_fmax(p, q)))
-            if e.op == "mod" and t.is_int():
-                # Euclidean: in [0, |d| - 1] (x % 0 == 0)
-                zero = E.Const(t, 0)
-                return Interval(0, simplify(E.max_(E.Intrinsic("abs", (d,), t) - 1, zero)))
-        return r
-
-    def _cast(self, e, a):
-        src, dst = e.value.type, e.type
-        if src.is_float() and not a.is_numeric() and a.is_bounded() \
-                and (dst.is_integral() or dst.is_float()):
-            return Interval(E.cast(dst, _fe(a.lo, src)), E.cast(dst, _fe(a.hi, src)))
-        return super()._cast(e, a)
-
-
-def _fe(v, t):
-    return v if isinstance(v, E.Expr) else E.Const(t, v)
-
-
 class Bounds:
     """Symbolic ``(lo, hi)`` Exprs of Exprs under a scope of ``(lo, hi)``
     intervals (None: unbounded); names outside the scope are symbols.  A thin
@@ -143,7 +70,8 @@ class Bounds:
 
     def __init__(self, scope: dict):
         self.scope = scope
-        self.bounder = LowerBounder({k: Interval(*v) for k, v in scope.items()}, symbolic=True)
+        self.bounder = Bounder({k: Interval(*v) for k, v in scope.items()}, symbolic=True,
+                               loop_ir=True)
 
     def __call__(self, e: E.Expr):
         iv = self.bounder.bounds(e)
@@ -287,7 +215,7 @@ class _Walker:
 
     # -- the scope ---------------------------------------------------------------------
     def bounder(self) -> Bounder:
-        b = LowerBounder(None, func_bounds=self.func_bounds, symbolic=True)
+        b = Bounder(None, func_bounds=self.func_bounds, symbolic=True, loop_ir=True)
         b.scope = self.scope
         return b
 

@@ -32,6 +32,7 @@ loops) a ``Barrier`` separates a producer's threads from its consumer's.
 """
 from __future__ import annotations
 
+from ..analysis.intervals import Bounder
 from ..analysis.simplify import simplify
 from ..errors import BoundsError, LoweringError, ScheduleError
 from ..model import expr as E
@@ -510,7 +511,7 @@ def func_value_bounds_for(pipeline) -> dict:
         if f.updates:
             continue
         scope = {a.name: Interval(None, None) for a in f.args}
-        sym = B.LowerBounder(scope, func_bounds=out, symbolic=True).bounds(f.value)
+        sym = Bounder(scope, func_bounds=out, symbolic=True, loop_ir=True).bounds(f.value)
         if sym.is_bounded():
             out[name] = sym
     return out

@@ -29,6 +29,9 @@ __all__ = ["bounds_of", "type_interval", "as_interval", "Bounder"]
 INF = math.inf
 
 
+INDEX_LIMIT = 2 ** 31 - 1   # an index whose bounds reach this is unbounded
+
+
 def type_interval(t: T.Type) -> Interval:
     """Every value of type ``t`` (floats: unbounded)."""
     lo, hi = N.type_range(t)
@@ -130,10 +133,19 @@ def _exact(op, a, b, r) -> bool:
 class Bounder:
     """Computes bounds of many Exprs under one scope, sharing a memo."""
 
-    def __init__(self, scope=None, *, func_bounds=None, symbolic=False):
+    def __init__(self, scope=None, *, func_bounds=None, symbolic=False, loop_ir=False):
+        """``loop_ir``: the rules lowering adds to symbolic bounds.  Symbolic float bounds
+        (where a float Param scales a data-dependent index, ``int(v / r_sigma)``: IEEE
+        ``+ - * /`` and float-to-int truncation are monotonic in each operand, so the
+        corners bound the result, ignoring NaN as the analysis does); a floor division by
+        one symbolic divisor (monotonic in the dividend) and a Euclidean remainder in
+        ``[0, |d| - 1]``; and an int32 endpoint at the type's limit read as "nothing
+        known" (unbounded), so it never enters symbolic arithmetic, where it would wrap
+        (``max(-2**31, e) - 2``)."""
         self.scope = {k: as_interval(v) for k, v in (scope or {}).items()}
         self.func_bounds = func_bounds or {}
         self.symbolic = symbolic
+        self.loop_ir = loop_ir
         self.memo: dict[int, tuple] = {}
 
     def bounds(self, e: E.Expr) -> Interval:
@@ -141,6 +153,8 @@ class Bounder:
         if hit is not None:
             return hit[1]
         r = self._bounds(e)
+        if self.loop_ir:
+            r = _unknown_at_the_limits(e, r)
         self.memo[id(e)] = (e, r)
         return r
 
@@ -222,6 +236,9 @@ class Bounder:
     # -- casts ---------------------------------------------------------------------------
     def _cast(self, e, a):
         src, dst = e.value.type, e.type
+        if self.loop_ir and src.is_float() and not a.is_numeric() and a.is_bounded() \
+                and (dst.is_integral() or dst.is_float()):
+            return Interval(E.cast(dst, _fe(a.lo, src)), E.cast(dst, _fe(a.hi, src)))
         if a.is_numeric():
             return _iv(N.cast(src, dst, _pair(a)))
         monotone = (src.is_integral() and dst.is_integral() and
@@ -236,6 +253,29 @@ class Bounder:
 
     # -- binary operators ------------------------------------------------------------------
     def _binop(self, e, a, b):
+        if not self.loop_ir:
+            return self._binop_rules(e, a, b)
+        t = e.a.type
+        if (t.is_float() and e.op in ("add", "sub", "mul", "div")
+                and not (a.is_numeric() and b.is_numeric())
+                and a.is_bounded() and b.is_bounded()
+                and not (e.op == "div" and not b.is_single_point())):
+            return _float_corners(e.op, a, b, t)
+        r = self._binop_rules(e, a, b)
+        if (not t.is_float() and e.op in ("div", "mod") and not r.is_bounded()
+                and b.is_single_point() and isinstance(b.lo, E.Expr)):
+            d = b.lo
+            if e.op == "div" and a.is_bounded():
+                # for one divisor (of either sign, or 0), a / d is monotonic in a
+                p, q = (E.binop("div", _fe(v, t), d) for v in (a.lo, a.hi))
+                return Interval(_S.simplify(_emin(p, q)), _S.simplify(_emax(p, q)))
+            if e.op == "mod" and t.is_int():
+                # Euclidean: in [0, |d| - 1] (x % 0 == 0)
+                zero = E.Const(t, 0)
+                return Interval(0, _S.simplify(E.max_(E.Intrinsic("abs", (d,), t) - 1, zero)))
+        return r
+
+    def _binop_rules(self, e, a, b):
         op, t = e.op, e.a.type
         if a.is_numeric() and b.is_numeric():
             return _iv(N.op_rule(op)(t, _pair(a), _pair(b)))
@@ -304,6 +344,46 @@ class Bounder:
 
 
 # -- symbolic integer helpers (index arithmetic: no overflow) ------------------------------
+def _fe(v, t):
+    return v if isinstance(v, E.Expr) else E.Const(t, v)
+
+
+def _emin(a, b):
+    return a if a is b else E.min_(a, b)
+
+
+def _emax(a, b):
+    return a if a is b else E.max_(a, b)
+
+
+def _float_corners(op, a, b, t):
+    """Symbolic bounds of a float ``a op b`` (``loop_ir``): the corners of the operands'
+    bounds (a division only by a single value, whose sign is not known)."""
+    lo = [_fe(v, t) for v in (a.lo, a.hi)]
+    hi = [_fe(v, t) for v in (b.lo, b.hi)]
+    if op == "add":
+        return Interval(E.binop("add", lo[0], hi[0]), E.binop("add", lo[1], hi[1]))
+    if op == "sub":
+        return Interval(E.binop("sub", lo[0], hi[1]), E.binop("sub", lo[1], hi[0]))
+    cs = [E.binop(op, p, q) for p in lo for q in hi]
+    mn, mx = cs[0], cs[0]
+    for c in cs[1:]:
+        mn, mx = _emin(mn, c), _emax(mx, c)
+    return Interval(_S.simplify(mn), _S.simplify(mx))
+
+
+def _unknown_at_the_limits(e, iv: Interval) -> Interval:
+    """``loop_ir``: an int32 (or wider) endpoint at the index limit means "nothing known"."""
+    t = getattr(e, "type", None)
+    if t is not None and t.code == "int" and t.bits >= 32:
+        lo, hi = iv.lo, iv.hi
+        drop_lo = isinstance(lo, (int, float)) and lo <= -INDEX_LIMIT - 1
+        drop_hi = isinstance(hi, (int, float)) and hi >= INDEX_LIMIT
+        if drop_lo or drop_hi:
+            return Interval(None if drop_lo else lo, None if drop_hi else hi)
+    return iv
+
+
 def _operands(e):
     out = []
     for f in e._fields:

@@ -23,13 +23,12 @@ from ...model.evaluate import extent_key
 from ...model.func import Func
 from ...model.pipeline import definition_exprs
 from ...model.visit import children, walk
-from .bounds import Bounder, as_interval, type_interval
+from .bounds import INDEX_LIMIT, Bounder, as_interval, type_interval
 from .interval import Box, Interval, is_num
 
 __all__ = ["boxes_required", "required_regions", "func_value_bounds", "INDEX_LIMIT",
            "rdom_bounds"]
 
-INDEX_LIMIT = 2 ** 31 - 1   # an index whose bounds reach this is unbounded
 
 
 def boxes_required(expr, scope: dict | None = None, *, func_bounds=None,
