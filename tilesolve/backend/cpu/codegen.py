@@ -95,13 +95,15 @@ def entry_name(pipeline_name: str) -> str:
 
 def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
              checked: bool = False, profile: bool = False, fma: bool = False,
-             scalar_gathers: bool = False) -> GeneratedModule:
+             scalar_gathers: bool = False, vector_math: bool = True) -> GeneratedModule:
     """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
     ``checked``: test every load and store against the buffer it accesses; ``profile``:
     time each Func and parallel loop (``profile.py``); ``fma``: float add, subtract
     and multiply carry LLVM's ``contract`` flag, so a multiply and the add using it
     may fuse (``Schedule.set_codegen(fma=True)``); ``scalar_gathers``: a vector load at
     lane-varying indices is one load a lane instead of ``llvm.masked.gather`` (to
+    compare the two); ``vector_math=False``: float32 vector math functions are LLVM
+    intrinsics and C library calls, one a lane, instead of ``vecmath.py``'s code (to
     compare the two)."""
     module = ir.Module(name=lowered.name)
     if triple:
@@ -117,7 +119,7 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
         layout = plan(lowered, name, host_timer(triple))
         define_ticks(module, layout)
     impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names,
-                      layout, ("contract",) if fma else (), scalar_gathers)
+                      layout, ("contract",) if fma else (), scalar_gathers, vector_math)
     _emit_entry(module, name, impl, bufs, scalars, checked, layout is not None)
     return GeneratedModule(str(module), name, bufs, scalars, tuple(notes), checked,
                            tuple(fault_names or ()), layout)
@@ -141,7 +143,8 @@ def _impl_params(bufs, scalars, checked: bool, profile: bool = False):
 
 
 def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
-               layout=None, fp_flags=(), scalar_gathers: bool = False) -> ir.Function:
+               layout=None, fp_flags=(), scalar_gathers: bool = False,
+               vector_math: bool = True) -> ir.Function:
     checked = fault_names is not None
     params = _impl_params(bufs, scalars, checked, layout is not None)
     fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
@@ -173,6 +176,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
                    fault=fault, fault_names=fault_names, prof=prof)
     em.fp_flags = fp_flags
     em.scalar_gathers = scalar_gathers
+    em.vector_math = vector_math
     if checked:
         for a in bufs:
             buffers[a.name] = _argument_range(em, a, buffers[a.name])
@@ -526,6 +530,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
                             prof=hooks[2][-1] if hooks else None)
             sub.fp_flags = self.fp_flags
             sub.scalar_gathers = self.scalar_gathers
+            sub.vector_math = self.vector_math
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)

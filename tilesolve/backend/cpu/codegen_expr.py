@@ -25,8 +25,9 @@ the divisor guarded so that neither 0 nor ``INT_MIN / -1`` can trap; float ``%``
 (NaN from either side propagates, ties return the second operand); float->int casts to
 8/16-bit types go through i32 and to uint32 through i64, as numpy does on x86-64;
 float32 division by an odd integer constant is an exact multiply in double (proof at
-``_div_by_odd_integer``); math functions are LLVM intrinsics (libm underneath) or libm
-calls (tan, atan2), so they may differ from numpy's by a few ulps.
+``_div_by_odd_integer``); math functions on float32 vectors are ``vecmath.py``'s code
+where it has them, else LLVM intrinsics (libm underneath) or libm calls (tan, atan2), so
+they may differ from numpy's by a few ulps.
 """
 from __future__ import annotations
 
@@ -88,6 +89,7 @@ class ExprEmitter(LaneEmitter):
 
     fp_flags: tuple = ()      # LLVM fast-math flags of float add/sub/mul (fma: "contract")
     scalar_gathers: bool = False   # per-lane loads instead of llvm.masked.gather
+    vector_math: bool = True       # float32 vector exp, pow, sin, ...: vecmath.py's code
 
     # -- helpers ---------------------------------------------------------------------
     def declare(self, name: str, ret: ir.Type, args: list) -> ir.Function:
@@ -520,13 +522,15 @@ def _ll_reinterpret(em, name, t, a):
 
 @ops.register("llvm", *_LLVM_MATH)
 def _ll_intrinsic(em, name, t, *args):
-    if vecmath.applies(name, args[0].type):     # float32 vectors: no per-lane libm calls
-        return (vecmath.emit_exp if name == "exp" else vecmath.emit_log)(em, args[0])
+    if em.vector_math and vecmath.applies(name, args[0].type):   # no per-lane libm calls
+        return vecmath.emit(em, name, *args)
     return em.b.call(em.intrinsic(_LLVM_MATH[name], args[0].type, len(args)), list(args))
 
 
 @ops.register("llvm", *_LIBM)
 def _ll_libm(em, name, t, *args):
+    if em.vector_math and vecmath.applies(name, args[0].type):
+        return vecmath.emit(em, name, *args)
     bld = em.b
     sym = _LIBM[name][0 if t.bits == 32 else 1]
     st = llvm_type(t)
