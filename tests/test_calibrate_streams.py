@@ -1,6 +1,6 @@
-"""``tilesolve calibrate``'s streams weight (``stream_miss_loads``): the fit recovers a
-known weight of a synthetic machine, keeps the base's when the times cannot tell, and
-the spec field is optional, validated and written with its comment.
+"""``tilesolve calibrate``'s streams weight (``cost_params.stream_miss_loads``): the fit
+recovers a known weight of a synthetic machine, keeps the base's when the times cannot
+tell, and the parameter is optional, validated and written with its comment.
 
 "Measured" times in the fit tests come from the cost model itself under a spec with a
 known weight; no assertion here is about speed."""
@@ -11,12 +11,12 @@ import pytest
 
 import tilesolve as ts
 from tilesolve.errors import SpecError
-from tilesolve.solver.cost_terms import STREAM_MISS_LOADS
 from tilesolve.solver.predict import predict_cost
 from tilesolve.specs.loader import spec_from_yaml
 from tilesolve.tune.streams import fit_stream_weight, streams_case
 
 MACHINE = "xeon-e5-2620v3"
+STREAM_MISS_LOADS = ts.load_spec(MACHINE).cost_params.stream_miss_loads   # the default
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,9 @@ def _times(case, truth, scale=2e-9, noise=0.0, seed=0):
 @pytest.mark.parametrize("truth, start", [(0.0, None), (2.5, None), (12.0, 1.0)])
 def test_the_fit_recovers_a_known_weight(case, truth, start):
     machine = ts.load_spec(MACHINE)
-    samples = _times(case, machine.replace(stream_miss_loads=truth), noise=0.01)
-    fit = fit_stream_weight(machine.replace(stream_miss_loads=start), samples)
+    samples = _times(case, machine.with_cost_params(stream_miss_loads=truth), noise=0.01)
+    start_spec = machine if start is None else machine.with_cost_params(stream_miss_loads=start)
+    fit = fit_stream_weight(start_spec, samples)
     assert fit.before == (STREAM_MISS_LOADS if start is None else start)
     assert fit.fitted and abs(fit.value - truth) <= 0.15 * truth + 0.25, fit
     assert fit.error_best < fit.error_before
@@ -70,16 +71,18 @@ def test_the_case_builds_every_tiling_from_its_column_and_equals_the_reference()
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=label)
 
 
-def test_the_field_is_optional_validated_and_round_trips():
+def test_the_parameter_is_optional_validated_and_round_trips():
     machine = ts.load_spec(MACHINE)
-    assert machine.stream_miss_loads is None and "stream_miss_loads" not in machine.to_dict()
-    set_ = machine.replace(stream_miss_loads=0.5)
-    assert set_.to_dict()["stream_miss_loads"] == 0.5
+    assert "cost_params" not in machine.to_dict()
+    set_ = machine.with_cost_params(stream_miss_loads=0.5)
+    assert set_.to_dict()["cost_params"] == {"stream_miss_loads": 0.5}
     assert ts.specs.HardwareSpec.from_dict(set_.to_dict()) == set_
-    with pytest.raises(SpecError, match="field 'stream_miss_loads': expected a non-negative"):
-        machine.replace(stream_miss_loads=-1.0)
+    with pytest.raises(SpecError, match="field 'cost_params.stream_miss_loads': expected a "
+                                        "non-negative"):
+        machine.with_cost_params(stream_miss_loads=-1.0)
     gpu = ts.load_spec("h100").to_dict()
-    with pytest.raises(SpecError, match="'stream_miss_loads' is unknown in a gpu spec"):
-        ts.specs.HardwareSpec.from_dict(dict(gpu, stream_miss_loads=1.0))
+    with pytest.raises(SpecError, match="'cost_params.stream_miss_loads' is a parameter of "
+                                        "the CPU cost model"):
+        ts.specs.HardwareSpec.from_dict(dict(gpu, cost_params={"stream_miss_loads": 1.0}))
     from tilesolve.specs import spec_to_yaml
     assert spec_from_yaml(spec_to_yaml(set_)) == set_

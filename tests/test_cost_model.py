@@ -174,8 +174,8 @@ def test_tall_tiles_pay_for_rows_beyond_the_prefetcher():
     128x16 13.0 ms.  Without the streams term the model ranks them the other way
     (fewer halo rows recomputed); with it, as measured.  Untiled columns read whole
     rows: no stream term."""
-    from tilesolve.solver.cost_terms import STREAM_MISS_LOADS
-    host = load_spec("host").replace(stream_miss_loads=None)       # the built-in value
+    host = load_spec("host").replace(cost_params=None)             # the built-in values
+    STREAM_MISS_LOADS = host.cost_params.stream_miss_loads
     est = {"blur_y": [6400, 4800], "input": [6402, 4802]}
     group = Group("blur_y", frozenset({"blur_x", "blur_y"}))
 
@@ -186,10 +186,10 @@ def test_tall_tiles_pay_for_rows_beyond_the_prefetcher():
     assert tall.total > flat.total and tall.streams > 0
     problem = Problem(blur_pipeline(), host, est)
     assert CostModel(problem).cost(Group.singleton("blur_x"), Tiling((None, None))).streams == 0
-    assert [c.total for c in totals(host.replace(stream_miss_loads=STREAM_MISS_LOADS))] == \
+    assert [c.total for c in totals(host.with_cost_params(stream_miss_loads=STREAM_MISS_LOADS))] == \
         [tall.total, flat.total]
     # a machine whose prefetcher follows every row (as calibrate finds on some): no term
-    tall, flat = totals(host.replace(stream_miss_loads=0.0))
+    tall, flat = totals(host.with_cost_params(stream_miss_loads=0.0))
     assert tall.streams == 0 and tall.total < flat.total
-    half = totals(host.replace(stream_miss_loads=STREAM_MISS_LOADS / 2))[0]
+    half = totals(host.with_cost_params(stream_miss_loads=STREAM_MISS_LOADS / 2))[0]
     assert abs(half.streams - totals(host)[0].streams / 2) <= 1e-6 * half.streams

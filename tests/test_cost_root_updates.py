@@ -9,33 +9,29 @@ measured 2.2x the fused schedule on the development machine (the per-tile
 facts alone priced it 1.02x).  That was conv's update blocked over rows ``y``;
 since ``register_block._row_score`` blocks it over output channels, one sweep reads
 a few input rows and the rereads vanish: the tests that need a sweep that does
-not fit block over ``y`` explicitly (``rows_over_y``)."""
+not fit block over ``y`` explicitly (``ROWS_OVER_Y``)."""
 import pytest
 
 from tilesolve.apps import get_app
-from tilesolve.solver import cost
 from tilesolve.solver.cost import CostModel, root_update_rereads, root_update_sweeps
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
 
 SPEC = "xeon-e5-2620v3"          # a shipped spec: 256 KiB L2 per core
+ROWS_OVER_Y = {"row_var_by_score": False}    # blocks over the first pure Var after x
 
 
-@pytest.fixture
-def rows_over_y(monkeypatch):
-    """Register blocks over the first pure Var after x, as before the row choice."""
-    from tilesolve.solver import register_block
-    monkeypatch.setattr(register_block, "_row_score", lambda calls, x, row: 0.0)
-
-
-def _problem(app, small=False):
+def _problem(app, small=False, **params):
+    """``app``'s problem on SPEC with the cost parameters ``params`` changed
+    (``row_var_by_score=False``: register blocks over the first pure Var after x, as
+    before the row choice)."""
     mod = get_app(app)
     if small:
         pipe, est = mod.build(mod.SMALL_SIZE, **(getattr(mod, "SMALL_BUILD", None) or {}))
     else:
         pipe, est = mod.build()
-    return Problem(pipe, load_spec(SPEC), est)
+    return Problem(pipe, load_spec(SPEC).with_cost_params(**params), est)
 
 
 def test_conv_blocked_over_channels_rereads_nothing():
@@ -44,8 +40,8 @@ def test_conv_blocked_over_channels_rereads_nothing():
     assert root_update_rereads(p, "conv") == 0.0
 
 
-def test_conv_at_root_rereads_its_input_once_per_output_channel(rows_over_y):
-    p = _problem("conv_layer")
+def test_conv_at_root_rereads_its_input_once_per_output_channel():
+    p = _problem("conv_layer", **ROWS_OVER_Y)
     assert p.stage_info["conv"][1][0].block.y == "y"
     x, y, z, n = p.regions["conv"]
     channels, batch = z[1] - z[0] + 1, n[1] - n[0] + 1
@@ -71,8 +67,8 @@ def test_two_dimensional_reductions_have_no_outer_sweep():
         assert root_update_rereads(p, f) == 0.0
 
 
-def test_the_rereads_are_memory_loads_of_every_tiled_column_alike(rows_over_y):
-    p = _problem("conv_layer")
+def test_the_rereads_are_memory_loads_of_every_tiled_column_alike():
+    p = _problem("conv_layer", **ROWS_OVER_Y)
     model = CostModel(p)
     g = Group.singleton("conv")
     words = root_update_rereads(p, "conv")
@@ -98,7 +94,7 @@ def test_a_root_scan_writes_its_buffer_once_a_pass_and_reads_it_where_it_reads_i
     p = _problem("iir_blur")
     (x0, x1), (y0, y1), (c0, c1) = p.regions["blur_cols_1"]
     cols, rows, chans = x1 - x0 + 1, y1 - y0 + 1, c1 - c0 + 1
-    assert cols * rows * chans * 4 > cost.LLC_KEEP_FRACTION * p.spec.last_level_cache_bytes
+    assert cols * rows * chans * 4 > p.spec.cost_params.llc_keep_fraction * p.spec.last_level_cache_bytes
     assert root_update_sweeps(p, "blur_cols_1") == cols * chans * (1 + 3 * (rows - 1))
 
 
@@ -118,15 +114,14 @@ def test_a_reduction_into_its_point_passes_over_the_points_not_the_rdom():
     assert root_update_sweeps(p, "output", skip=1) == 0.0
 
 
-def test_the_passes_are_loads_of_the_group_output_at_root_only(monkeypatch):
+def test_the_passes_are_loads_of_the_group_output_at_root_only():
     p = _problem("iir_blur")
     passes = root_update_sweeps(p, "blur_cols_1")
     root, fused = Group.singleton("blur_cols_1"), Group("output", frozenset({"output", "blur_cols_1"}))
     tiling = CostModel(p).costs(fused).best()[0]
     model = CostModel(p)
     at_root, in_tiles = model.cost(root, Tiling.untiled(3)), model.cost(fused, tiling)
-    monkeypatch.setattr(cost, "UPDATE_PASS_WORDS", 0.0)
-    without = CostModel(p)
+    without = CostModel(_problem("iir_blur", update_pass_words=0.0))
     # at root: every pass is priced as loads from memory
     assert at_root.loads - without.cost(root, Tiling.untiled(3)).loads == pytest.approx(
         p.spec.load_cost * passes)

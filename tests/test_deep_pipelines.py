@@ -199,14 +199,14 @@ def test_inlining_through_stencils_shares_each_point():
 
 def test_trivial_stencils_are_inlined_within_a_bounded_number_of_points():
     """A trivial Func reading two or more points is inlined only where its final
-    consumers read it at no more than MAX_TRIVIAL_STENCIL_SITES points: in a chain of
+    consumers read it at no more than ``max_trivial_stencil_sites`` points: in a chain of
     any length the inlined values stay within that many loads, so their size, and
     the solver's passes over them, grow linearly with the chain."""
-    from tilesolve.solver.inline import MAX_TRIVIAL_STENCIL_SITES
     p = _chain_problem(400)
+    most = p.spec.cost_params.max_trivial_stencil_sites
     assert 1 < len(p.funcs) < 400
     for name in p.funcs:    # the stencil not inlined is read at one point more
-        assert _loads(p, name) <= MAX_TRIVIAL_STENCIL_SITES + 1
+        assert _loads(p, name) <= most + 1
 
 
 _SOLVE_AND_CHECK = """

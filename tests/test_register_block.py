@@ -7,7 +7,6 @@ import tilesolve as ts
 from tilesolve.apps import get_app
 from tilesolve.solver.cost import CostModel
 from tilesolve.solver.problem import Problem
-from tilesolve.solver.register_block import RESERVED_REGISTERS
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
 
@@ -52,7 +51,7 @@ def test_solver_blocks_the_reduction_and_it_matches_the_reference(app, func, spe
     lanes = spec_.vector_lanes(4)
     nb, by = split_x.args[3][1] // lanes, split_y.args[3][1]
     regs = 32 if spec_.vector_bits >= 512 else 16
-    assert nb * by + RESERVED_REGISTERS <= regs and nb * by > 1
+    assert nb * by + spec_.cost_params.reserved_registers <= regs and nb * by > 1
     inputs = mod.make_inputs(sizes, seed=0, **params)
     got = ts.compile(pipe, s).realize(sizes, **inputs)
     want = ts.reference.realize(pipe, sizes, **inputs)
@@ -90,12 +89,13 @@ def test_scans_and_unshared_reductions_are_not_blocked():
 
 
 def test_long_single_rvar_reductions_are_k_blocked():
-    from tilesolve.solver.register_block import K_BLOCK, K_BLOCK_MIN_STEPS, BlockInfo, k_block
+    from tilesolve.solver.register_block import BlockInfo, k_block
+    cp = PINNED.cost_params
     one = BlockInfo("x", "y", 0, 1, (), ("r.x",), ())
     two = BlockInfo("x", "y", 0, 1, (), ("r.x", "r.y"), ())
-    assert k_block(one, 2048) == K_BLOCK
-    assert k_block(one, K_BLOCK * K_BLOCK_MIN_STEPS - 1) == 0
-    assert k_block(two, 4096) == 0           # RVars of one RDom keep their nesting
+    assert k_block(cp, one, 2048) == cp.k_block == 128
+    assert k_block(cp, one, cp.k_block * cp.k_block_min_steps - 1) == 0
+    assert k_block(cp, two, 4096) == 0           # RVars of one RDom keep their nesting
 
 
 def test_the_row_var_is_the_one_whose_loads_are_cheapest():
@@ -109,6 +109,9 @@ def test_the_row_var_is_the_one_whose_loads_are_cheapest():
     blk = p.stage_info["conv"][1][0].block
     assert (blk.y, blk.others) == ("z", ("y", "n"))
     assert sorted(blk.load_classes) == [(False, True), (True, False)]
+    # without the score, the first pure Var after x
+    first = Problem(conv, PINNED.with_cost_params(row_var_by_score=False), est)
+    assert first.stage_info["conv"][1][0].block.y == "y"
     # 4 output channels are too few rows for a block: rows of y then
     few, est4 = get_app("conv_layer").build([128, 128, 4, 4])
     assert Problem(few, PINNED, est4).stage_info["conv"][1][0].block.y == "y"
@@ -128,19 +131,22 @@ def test_the_row_var_is_the_one_whose_loads_are_cheapest():
 def test_the_rdom_unroll_keeps_hoisted_operands_within_the_registers():
     """LLVM hoists the loads of unrolled RDom steps ahead of their uses: the unroll
     factor is halved until the accumulators and those operands fit."""
-    from tilesolve.solver.register_block import RDOM_UNROLL, BlockInfo, rdom_unroll, \
-        step_operands
+    from tilesolve.solver.register_block import BlockInfo, rdom_unroll, step_operands
+    cp = PINNED.cost_params
     mm = BlockInfo("x", "y", 0, 1, (), ("r.x",), ((True, False), (False, True)))
     assert step_operands(mm, 4, 6) == 10 and step_operands(mm, 1, 2) == 3
-    assert rdom_unroll(128) == RDOM_UNROLL                    # no register budget given
-    assert rdom_unroll(128, 24, 10, 32) == 1                  # 24 + 2 * 10 > 32
-    assert rdom_unroll(128, 8, 6, 32) == 4                    # 8 + 4 * 6 = 32
-    assert rdom_unroll(128, 8, 6, 16) == 1
-    assert rdom_unroll(128, 4, 5, 16) == 2                    # 4 + 2 * 5 <= 16 < 4 + 4 * 5
-    assert rdom_unroll(6, 8, 4, 16) == 1                      # 6 -> 3 -> 1: 8 + 3 * 4 > 16
-    assert rdom_unroll(6, 4, 4, 16) == 3                      # 4 + 3 * 4 <= 16
-    assert rdom_unroll(3, 4, 2, 16) == 3 and rdom_unroll(3, 12, 2, 16) == 1
-    assert rdom_unroll(130) == 1                              # 4 does not divide 130
+    assert rdom_unroll(cp, 128) == cp.rdom_unroll == 4        # no register budget given
+    assert rdom_unroll(cp, 128, 24, 10, 32) == 1              # 24 + 2 * 10 > 32
+    assert rdom_unroll(cp, 128, 8, 6, 32) == 4                # 8 + 4 * 6 = 32
+    assert rdom_unroll(cp, 128, 8, 6, 16) == 1
+    assert rdom_unroll(cp, 128, 4, 5, 16) == 2                # 4 + 2 * 5 <= 16 < 4 + 4 * 5
+    assert rdom_unroll(cp, 6, 8, 4, 16) == 1                  # 6 -> 3 -> 1: 8 + 3 * 4 > 16
+    assert rdom_unroll(cp, 6, 4, 4, 16) == 3                  # 4 + 3 * 4 <= 16
+    assert rdom_unroll(cp, 3, 4, 2, 16) == 3 and rdom_unroll(cp, 3, 12, 2, 16) == 1
+    assert rdom_unroll(cp, 130) == 1                          # 4 does not divide 130
+    # switched off, the budget is not kept
+    off = PINNED.with_cost_params(unroll_within_registers=False).cost_params
+    assert rdom_unroll(off, 128, 24, 10, 32) == 4
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -166,10 +172,13 @@ def test_the_solvers_matmul_unroll_fits_the_registers(spec):
 def test_k_panel_block_order_follows_the_l2():
     """Within a K panel the x block loop goes inside the row block loop when the x
     operand's panel fits in half the L2 (then the row blocks are parallel)."""
-    from tilesolve.solver.register_block import K_BLOCK, x_inside
-    l2 = 2 << 20
-    assert x_inside(K_BLOCK, 2048, 2048, 4, l2)           # 1 MB panel
-    assert not x_inside(K_BLOCK, 4096, 1024, 4, l2)       # 2 MB: rows inside
+    from tilesolve.solver.register_block import x_inside
+    cp = PINNED.cost_params
+    kb, l2 = cp.k_block, 2 << 20
+    assert x_inside(cp, kb, 2048, 2048, 4, l2)           # 1 MB panel
+    assert not x_inside(cp, kb, 4096, 1024, 4, l2)       # 2 MB: rows inside
+    rows_inside = PINNED.with_cost_params(k_panel_l2_share=0.0).cost_params
+    assert not x_inside(rows_inside, kb, 2048, 2048, 4, l2)
     spec = PINNED                         # 1 MiB L2: 1024 wide fits, 65536 does not
     mod = get_app("matmul")
     pipe, est = mod.build([256, 256], k=512)
@@ -179,7 +188,7 @@ def test_k_panel_block_order_follows_the_l2():
         reorder = next(d for d in _blocked_updates(s, "prod") if d.method == "reorder")
         names = [v for _, v in reorder.args]
         par = [d.args[0][1] for d in _blocked_updates(s, "prod") if d.method == "parallel"]
-        assert fits == x_inside(K_BLOCK, width, 2048, 4, 1 << 20)
+        assert fits == x_inside(cp, kb, width, 2048, 4, 1 << 20)
         assert (names.index("x_b") < names.index("y_b")) == fits, str(s)
         assert par == (["y_b"] if fits else ["x_b"]), str(s)
     inputs = mod.make_inputs([256, 256], seed=2, k=512)
@@ -265,8 +274,8 @@ def test_a_chain_only_block_must_divide_the_extent():
     spec = PINNED
     u = Problem(pipe, spec, {"win": [1024, 512]}).stage_info["win"][1][0]
     lanes = spec.vector_lanes(4)
-    nb64 = block_choice(spec, u, lanes, 1.0, 64 * lanes, 1.0, 1.0)[1]
-    nb70 = block_choice(spec, u, lanes, 1.0, 4 * lanes + 6, 1.0, 1.0)[1]
+    nb64 = block_choice(spec, u, lanes, 1.0, 64 * lanes, 1.0)[1]
+    nb70 = block_choice(spec, u, lanes, 1.0, 4 * lanes + 6, 1.0)[1]
     assert int(nb64) > 1 and int(nb70) == 0
 
 

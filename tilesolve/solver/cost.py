@@ -29,35 +29,10 @@ from ..analysis.footprint import MenuFacts, box_extents
 from ..heap_limit import DEFAULT_LIMIT_MB
 from .cost_gpu import (coalescing_factor, gpu_balance, gpu_costs, max_blocks,  # noqa: F401
                        occupancy, registers_estimate)
-from .cost_terms import (L2_WORD_OPS, block_choice, intermediate_words,
-                         l1_miss_fraction, l2_bytes, lane_utilization, stream_miss_loads,
-                         stream_words,
-                         tile_tasks, tile_terms, tiled_stage, wave_imbalance, workers)
+from .cost_terms import (block_choice, intermediate_words,
+                         l1_miss_fraction, l2_bytes, lane_utilization, stream_words, tile_tasks, tile_terms, tiled_stage, wave_imbalance, workers)
 from .space import Cost, Group, Tiling
 from .tilings import candidate_tilings
-
-# Loads of intermediates inside a group hit in cache; they still cost about one
-# operation each (Mullapudi charges them nothing; we charge the issue slot).
-CACHED_LOAD_OPS = 1.0
-# Fixed cost of one tile on a CPU, in operations: loop setup, bounds of the
-# producers' regions, a parallel task's dispatch.  Mullapudi 2016 has no such
-# term; without it, tilings that differ only in tile count tie, and a solver
-# may pick thousands of one-row tiles.  (About a few hundred cycles.)
-TILE_OVERHEAD_OPS = 200.0
-# A root buffer the runtime's heap cache cannot keep (over its limit, and over glibc's
-# 32 MB mmap threshold) is mapped afresh on every realize and faulted in page by page:
-# each word costs this many loads from memory more.  Measured: max_filter with
-# its 1.37 GB ``vert`` at root ran 449 ms under the default 1 GB cache and 145 ms with a
-# 4 GB one, 4.5 GB/s of faulting, against 54 GB/s for reading memory with our code
-# (``benchmarks/store_vs_load.py``): 12.  (It was 4.5, from a copy's bandwidth, which
-# counts a write beside each read; pooled rho of max_filter 0.70 -> 0.87.)
-FIRST_TOUCH_WORD_LOADS = 12.0
-MMAP_THRESHOLD_BYTES = 32 << 20
-# Loads from memory a root update's pass costs per word it writes back (a write costs
-# about a read here: 1.1-1.4x, ``benchmarks/store_vs_load.py``); see root_update_sweeps.
-UPDATE_PASS_WORDS = 1.0
-LLC_KEEP_FRACTION = 0.5      # a root buffer up to this share of the LLC stays there between passes
-
 
 def words(points, bytes_per_point: int):
     """Memory traffic in 4-byte words (uint8 traffic costs a quarter of float32)."""
@@ -76,16 +51,17 @@ def num_tiles(region, sizes) -> int:
 def arith_per_tile(problem, gf):
     """Arithmetic of one tile over all members and their update stages,
     recompute included (Mullapudi's arith_cost(merged, tile_cbounds)), per tiling."""
+    cached = problem.spec.cost_params.cached_load_ops
     total = 0.0
     for m, pts in gf.member_points.items():
         (ops, loads), updates = problem.stage_info[m]
-        total = total + pts * (ops + CACHED_LOAD_OPS * loads)
+        total = total + pts * (ops + cached * loads)
         box = gf.member_regions[m]
         for u in updates:
             pts_u = float(u.rdom_points)
             for d in u.pure_dims:
                 pts_u = pts_u * box_extents(box)[d]
-            total = total + pts_u * (u.ops + CACHED_LOAD_OPS * u.loads)
+            total = total + pts_u * (u.ops + cached * u.loads)
     return total
 
 
@@ -133,7 +109,7 @@ def root_update_rereads(problem, output: str, skip: int = 0) -> float:
         lanes = problem.spec.vector_lanes(problem.bytes_per_point(output))
         util = lane_utilization(ext[blk.x_dim], lanes)
         e_y = ext[blk.y_dim] if blk.y_dim is not None else 1.0
-        nb = block_choice(problem.spec, u, lanes, util, ext[blk.x_dim], e_y, CACHED_LOAD_OPS)[1]
+        nb = block_choice(problem.spec, u, lanes, util, ext[blk.x_dim], e_y)[1]
         if float(np.asarray(nb).reshape(-1)[0]) > 0:
             inner = [d for d in (blk.x_dim, blk.y_dim) if d is not None]
             break
@@ -182,7 +158,7 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
 
     The updates of a group's output run at root, each over its whole domain in turn
     (``schedule_gen``; all but the tiled one, ``skip``): when the buffer is larger than
-    ``LLC_KEEP_FRACTION`` of the last-level cache (half: the rest holds the inputs and
+    ``llc_keep_fraction`` of the last-level cache (half: the rest holds the inputs and
     what the other cores touch), each update's pass writes the points it covers back to
     memory again, and an update that reads its own value at the point it writes (the
     anti-causal half of a scan: ``b(fy) = ... b(fy)``) reads them from memory first.
@@ -198,7 +174,8 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
     defs = problem.func(output).updates
     bpp = problem.bytes_per_point(output)
     if not defs or (problem.region_points(output) * bpp
-                    <= LLC_KEEP_FRACTION * problem.spec.last_level_cache_bytes):
+                    <= problem.spec.cost_params.llc_keep_fraction
+                    * problem.spec.last_level_cache_bytes):
         return 0.0
     total = 0.0
     for i, d in enumerate(defs):
@@ -213,11 +190,13 @@ def root_update_sweeps(problem, output: str, skip: int = 0) -> float:
 def first_touch_words(problem, group, limit: int) -> float:
     """Words of the group output's root buffer faulted in on every realize: all of
     them when the buffer is over the heap cache's byte ``limit`` and glibc's mmap
-    threshold (a pipeline output is the caller's buffer: none)."""
+    threshold (``mmap_threshold_bytes``; a pipeline output is the caller's buffer:
+    none)."""
     if problem.is_output(group.output):
         return 0.0
     nbytes = problem.region_points(group.output) * problem.bytes_per_point(group.output)
-    return 0.0 if nbytes <= max(limit, MMAP_THRESHOLD_BYTES) else nbytes / 4.0
+    threshold = problem.spec.cost_params.mmap_threshold_bytes
+    return 0.0 if nbytes <= max(limit, threshold) else nbytes / 4.0
 
 
 def footprint_bytes(problem, group, gf):
@@ -380,24 +359,25 @@ class CostModel:
 
     def _cpu(self, group, menu, gf, in_words_pt) -> GroupCosts:
         p, spec = self.problem, self.spec
+        cp = spec.cost_params
         k = len(menu.tilings)
         n = menu.n_tiles
         untiled = menu.untiled
         load_cost = spec.load_cost
-        tt = tile_terms(p, group, gf, k, CACHED_LOAD_OPS)
+        tt = tile_terms(p, group, gf, k)
         arith, lanes, regs, red = n * tt.arith, n * tt.lanes, n * tt.registers, n * tt.reduction
         out_words = words(p.region_points(group.output), p.bytes_per_point(group.output))
         fp = np.broadcast_to(footprint_bytes(p, group, gf), (k,))
-        l1 = n * (L2_WORD_OPS * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
+        l1 = n * (cp.l2_word_ops * intermediate_words(p, group, gf) * l1_miss_fraction(spec, fp)
                   + tt.strided)
         red_loads = untiled_reduction_loads(p, group)
         sweep, passes = self._root_updates(group)
         loads = load_cost * (np.where(untiled, in_words_pt + red_loads, n * in_words_pt + sweep)
-                             + UPDATE_PASS_WORDS * passes)
-        stores = np.full(k, load_cost * (out_words + FIRST_TOUCH_WORD_LOADS * first_touch_words(
+                             + cp.update_pass_words * passes)
+        stores = np.full(k, load_cost * (out_words + cp.first_touch_word_loads * first_touch_words(
             p, group, self.heap_limit)))
         misses = np.where(untiled, 0.0,
-                          n * load_cost * stream_miss_loads(spec) * stream_words(p, group, gf))
+                          n * load_cost * cp.stream_miss_loads * stream_words(p, group, gf))
         memory = np.maximum(loads + stores, 1.0)
         bound = np.clip(1.0 - (arith + lanes) / memory, 0.0, 1.0)     # memory-bound share
         streams = misses * bound
@@ -409,7 +389,7 @@ class CostModel:
         few_tiles = ~untiled & (n < need)
         holds = untiled & (len(group.members) != 1)
         ok = ~(over_cache | few_tiles | holds)
-        overhead = TILE_OVERHEAD_OPS * n * len(group.members)
+        overhead = cp.tile_overhead_ops * n * len(group.members)
         totals = np.where(ok, arith + lanes + regs + red + l1 + loads + stores + parallel
                           + overhead + streams, math.inf)
         done = sum(gf.member_points.values()) * n

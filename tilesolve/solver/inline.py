@@ -6,11 +6,16 @@ themselves inlined.  We inline ``f`` when it is not an output, has no update
 definitions, is read by pure definitions only (not as an update's
 data-dependent site), and one of:
 
-* it is data movement: one load plus at most ``DATA_MOVEMENT_OPS`` of index
+* it is data movement: one load plus at most ``data_movement_ops`` of index
   arithmetic (a boundary condition, a crop, a transpose);
-* it is trivial: at most ``TRIVIAL_OPS`` arithmetic operations per point
+* it is trivial: at most ``trivial_ops`` arithmetic operations per point
   (casts, small pointwise maps), where recomputing is cheaper than a store
-  and a load; a load at a data-dependent index counts ``GATHER_OPS``;
+  and a load; a load at a data-dependent index counts ``gather_ops`` (a gather
+  in vector code: a Func that applies a lookup table is inlined only where it
+  is read once per point).  A trivial Func that reads two or more points of its
+  producers is inlined only where its final consumers read it at no more than
+  ``max_trivial_stencil_sites`` distinct points: through a chain of stencils
+  an inlined value grows with the square of the chain's length;
 * every consumer reads it through an *injective* index (each argument is
   ``v``, ``v + c`` or ``k*v + c`` of a distinct consumer Var) and inlining
   costs no more than computing it once (``inlining_pays``).  Inlining a
@@ -23,7 +28,8 @@ data-dependent site), and one of:
   must be computed once per point, not nine times).
 
 A Func read through a data-dependent index (a lookup table) is never inlined:
-it is usually small and read many times.
+it is usually small and read many times.  The limits are the spec's
+``cost_params`` (``specs/cost_params.py``).
 """
 from __future__ import annotations
 
@@ -31,28 +37,6 @@ from ..model import expr as E
 from ..model.func import Func
 from ..model.pipeline import Pipeline
 from ..model.visit import walk
-
-TRIVIAL_OPS = 4
-# A load at a data-dependent index is a gather in vector code: one scalar load per
-# lane instead of one vector load for all lanes.  Counted as this many operations,
-# a Func that applies a lookup table (camera_pipe's ``curved = curve[corrected]``)
-# is not "trivial": it is inlined only where it is read once per point.
-GATHER_OPS = 8
-# A Func whose value is one load plus index arithmetic (a boundary condition,
-# a crop, a transpose) is inlined when its index math is at most this much.
-DATA_MOVEMENT_OPS = 16
-# A Func that reads its producers at two or more points multiplies the points they
-# are read at, in every consumer it is inlined into.  Inlined, a Func is one copy of
-# its value per distinct point its final consumers read it at; through a chain of
-# stencils each level is read at one more point than the level above (a 2-tap
-# stencil k levels down at k + 1), so the final consumer's value, and every pass
-# over it, grows with the square of the chain's length.  A trivial Func that reads
-# two or more points is inlined only where its final consumers read it at no more
-# than this many distinct points (harris' Ixy, read by 3x3 sums: 9, the most among
-# the benchmark apps), which keeps an inlined value within this many copies of
-# the definitions it holds.
-MAX_TRIVIAL_STENCIL_SITES = 16
-
 
 def data_dependent(call: E.Call) -> bool:
     """Whether ``call`` reads at an index computed from another load (``lut[f(x)]``)."""
@@ -233,8 +217,9 @@ def inlining_pays(work: float, points: int, evals: float) -> tuple[bool, float]:
     return evals * work <= points * (work + 1.0) + evals, factor
 
 
-def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
-    """The Funcs to inline, decided consumers first (see the module docstring)."""
+def choose_inlined(pipeline: Pipeline, regions: dict, params) -> frozenset:
+    """The Funcs to inline, decided consumers first (see the module docstring;
+    ``params``: the spec's CostParams)."""
     inlined = set()
     all_sites = _all_call_sites(pipeline)
     sites = _Sites(pipeline, all_sites)
@@ -248,20 +233,20 @@ def choose_inlined(pipeline: Pipeline, regions: dict) -> frozenset:
             continue
         if any(is_site for _, _, _, is_site in direct):
             continue
-        ops = _variant_ops(f.pure.value) + GATHER_OPS * _gathers(f.pure.value)
+        ops = _variant_ops(f.pure.value) + params.gather_ops * _gathers(f.pure.value)
         n_calls = sum(1 for n in walk(f.pure.value) if isinstance(n, E.Call))
 
         def trivial() -> bool:
-            return ops <= TRIVIAL_OPS and (n_calls < 2 or sum(map(len, sites.in_finals(
-                name, inlined).values())) <= MAX_TRIVIAL_STENCIL_SITES)
+            return ops <= params.trivial_ops and (n_calls < 2 or sum(map(len, sites.in_finals(
+                name, inlined).values())) <= params.max_trivial_stencil_sites)
         ok = False
-        if n_calls == 1 and ops <= DATA_MOVEMENT_OPS:
+        if n_calls == 1 and ops <= params.data_movement_ops:
             ok = True
         elif any(not _injective(call.args) for _, _, call, _ in direct):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
             data_dep = any(data_dependent(call) for _, _, call, _ in direct)
             ok = not data_dep and trivial()
-        elif ops <= TRIVIAL_OPS:
+        elif ops <= params.trivial_ops:
             ok = trivial()
         else:
             evals = site_evaluations(sites.in_finals(name, inlined), regions, pure)

@@ -11,12 +11,13 @@ root it costs more memory traffic than recomputing it inside its two readers.
 
 So after a greedy grouping, each large Func the grouping left at root is tried
 inlined: the problem is made again with it inlined, grouped again by greedy, and the
-cheapest answer in the cost model is kept when it is at least ``MIN_GAIN`` cheaper.
-Up to ``MAX_ROUNDS`` rounds, each trying at most ``MAX_TRIALS`` Funcs, largest first.
+cheapest answer in the cost model is kept when it is at least ``inline_min_gain``
+cheaper.  Up to ``inline_rounds`` rounds, each trying at most ``inline_trials`` Funcs,
+largest first (the spec's ``cost_params``).
 Only Funcs ``choose_inlined`` could inline qualify (pure, not an output, no
 updates, not read at a data-dependent index or by an update), only those whose
 region is larger than the spec's cache for tiles (smaller ones stay in cache
-anyway), and only those that inlining would evaluate at most ``MAX_RECOMPUTE``
+anyway), and only those that inlining would evaluate at most ``inline_max_recompute``
 times per point (``inline.recompute_factors``): a stencil inlined into a stencil
 multiplies its work by the footprint, which no saved memory traffic repays, and
 each trial costs a greedy grouping.
@@ -26,12 +27,6 @@ from __future__ import annotations
 from ..model import expr as E
 from ..model.visit import walk
 from .inline import data_dependent, recompute_factors
-
-MIN_GAIN = 0.03
-MAX_ROUNDS = 3
-MAX_TRIALS = 6
-MAX_RECOMPUTE = 4.0
-
 
 def _read_at_data_dependent_index(problem, name: str) -> bool:
     for c in problem.consumers.get(name, ()):
@@ -57,7 +52,8 @@ def candidates(problem, result) -> list:
         out.append((size, name))
     factors = recompute_factors(problem.pipeline, problem.regions, problem.inlined,
                                 [n for _, n in out])
-    return [n for _, n in sorted(out, reverse=True) if factors[n] <= MAX_RECOMPUTE]
+    most = problem.spec.cost_params.inline_max_recompute
+    return [n for _, n in sorted(out, reverse=True) if factors[n] <= most]
 
 
 def refine_inlining(problem):
@@ -71,9 +67,10 @@ def refine_inlining(problem):
     result = greedy_groups(model)
     if problem.spec.is_gpu:
         return problem, model, result
+    cp = problem.spec.cost_params
     tried: set = set()
-    for _ in range(MAX_ROUNDS):
-        names = [n for n in candidates(problem, result) if n not in tried][:MAX_TRIALS]
+    for _ in range(cp.inline_rounds):
+        names = [n for n in candidates(problem, result) if n not in tried][:cp.inline_trials]
         best = None
         for name in names:
             tried.add(name)
@@ -82,7 +79,7 @@ def refine_inlining(problem):
                             fixed=problem.fixed)
             m = CostModel(trial)
             r = greedy_groups(m)
-            if r.total < result.total * (1.0 - MIN_GAIN) and (best is None
+            if r.total < result.total * (1.0 - cp.inline_min_gain) and (best is None
                                                              or r.total < best[2].total):
                 best = (trial, m, r)
         if best is None:

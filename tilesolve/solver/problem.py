@@ -80,7 +80,8 @@ class Problem:
             raise SolverError(f"cannot infer concrete bounds from the estimates{hint}: {e}") from e
         self.regions = {n: _box_bounds(b) for n, b in regions.items()}
         if inlined is None:
-            inlined = choose_inlined(pipeline, self.regions) if inline else frozenset()
+            inlined = (choose_inlined(pipeline, self.regions, spec.cost_params) if inline
+                       else frozenset())
         self.fixed = fixed
         pinned = {d.func for d in fixed.directives} if fixed is not None else set()
         self.keep_inlined: frozenset = frozenset(
@@ -196,11 +197,12 @@ class Problem:
                 in_place = all(tuple(c.args) == tuple(d.args) for c in selfs.values())
                 chain = accumulation_chain(self.func(n), d)
                 n_inner = inner.hi - inner.lo + 1 if inner is not None else 1
-                loop_ops = rdom_loop_ops(n_inner, rpts)
+                loop_ops = rdom_loop_ops(self.spec.cost_params, n_inner, rpts)
                 ups.append(UpdateInfo(ops, loads, rpts, tuple(dims), dims[0] if dims else None,
                                       dims[-1] if len(dims) > 1 else None,
                                       n_inner,
-                                      block_info(self.func(n), d, pure, chain, loop_ops, {
+                                      block_info(self.spec.cost_params, self.func(n), d, pure,
+                                                 chain, loop_ops, {
                                           v: hi - lo + 1 for v, (lo, hi) in
                                           zip(pure, self.regions.get(n, ()))}),
                                       len(selfs), in_place, d.rdom is not None, chain))
@@ -209,9 +211,8 @@ class Problem:
 
     @cached_property
     def accesses(self) -> dict:
-        """Func -> per definition (the pure one first), ``(transposed, gathers,
-        scatters)`` as vectorized by ``schedule_gen`` (``access.stage_accesses``)."""
-        from ..analysis.footprint import rdom_scope
+        """Func -> per definition (the pure one first), ``(transposed, scatters)`` as
+        vectorized by ``schedule_gen`` (``access.stage_accesses``)."""
         from .access import stage_accesses
         out = {}
         for n, defs in self.definitions.items():
@@ -221,7 +222,7 @@ class Problem:
             for i, d in enumerate(defs):
                 vd = 0 if i == 0 else ups[i - 1].vector_dim
                 var = pure[vd] if vd is not None and pure else None
-                per_def.append(stage_accesses(self, n, d, var, rdom_scope(self, d)))
+                per_def.append(stage_accesses(self, n, d, var))
             out[n] = tuple(per_def)
         return out
 

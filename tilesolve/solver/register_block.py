@@ -26,8 +26,8 @@ operand (a value it combines, not a lookup that only addresses another load)
 does not depend on both blocked Vars, so the block shares its load (without
 that, the default loop order already keeps the accumulator in a register and
 a block gains nothing but unrolling).  The block
-(``nb`` vectors by ``by`` rows, ``nb * by + RESERVED_REGISTERS`` at most the
-vector registers) is chosen per tiling by the cost model, over the extents
+(``nb`` vectors by ``by`` rows of the spec's ``cost_params.block_vectors`` and
+``block_rows``, ``nb * by + reserved_registers`` at most the vector registers) is chosen per tiling by the cost model, over the extents
 the update runs over: the whole region at root, the member's region per tile
 inside a group, so a tile that fits in registers blocks the whole tile.
 
@@ -39,6 +39,10 @@ that.  ``nb * by`` independent accumulators interleave their chains, so a
 step costs ``latency / (nb * by)`` (``accumulation_chain`` measures both
 sides; ``cost_terms`` charges the difference).  Such a block is allowed only
 where the chain bounds the default order.
+
+Every function that decides a block reads its parameters from ``params``, the spec's
+CostParams (``specs/cost_params.py``), so that ``schedule_gen`` emits the block the cost
+model priced.
 """
 from __future__ import annotations
 
@@ -49,20 +53,6 @@ import numpy as np
 from ..model import expr as E
 from ..model import ops as OPS
 from ..model.visit import children, walk
-
-BLOCK_VECTORS = (1, 2, 4)
-# 6 rows: 4 vectors x 6 rows (24 accumulators of 32 AVX-512 registers) ran matmul 2048^2
-# in 0.83x the time of 4 x 4 on the development machine (greedy 294.6 -> 243.6 ms between
-# benchmarks/results/paper_all_vs_halide_2026-11-24d.json and ...e.json)
-BLOCK_ROWS = (1, 2, 4, 6, 8)
-RESERVED_REGISTERS = 2       # operands loaded per step
-RDOM_UNROLL = 4
-# K-blocking of long reductions (``k_block``): 128 steps measured fastest for the
-# 2048^2 matmul on the 2-core development machine (256: 1.2x slower, 512: 1.4x)
-K_BLOCK = 128
-K_BLOCK_MIN_STEPS = 4
-CHAIN_MARGIN = 1.25          # latency over issue a chain needs before blocking hides it
-
 
 @dataclass(frozen=True)
 class BlockInfo:
@@ -139,14 +129,13 @@ def accumulation_chain(func, d) -> tuple:
     return float(latency), float(issue)
 
 
-def chain_bound(chain: tuple, loop_ops: float) -> bool:
+def chain_bound(params, chain: tuple, loop_ops: float) -> bool:
     """Whether the default order of an update with ``accumulation_chain`` ``chain``
     waits on its accumulator: a step's latency exceeds what the step issues (with
-    ``loop_ops``, the RDom loop's cost a step) by ``CHAIN_MARGIN``.  (A block that
-    only saves loop overhead is not worth its code: nl_means' patch sums, 4 cycles
-    against 3.9 issued, measured no faster blocked.)"""
+    ``loop_ops``, the RDom loop's cost a step) by ``params.chain_margin`` (a block
+    that only saves loop overhead is not worth its code)."""
     latency, issue = chain
-    return latency > CHAIN_MARGIN * (issue + loop_ops)
+    return latency > params.chain_margin * (issue + loop_ops)
 
 
 def chain_extra(chain: tuple, accumulators, issue_per_point, util):
@@ -174,12 +163,14 @@ def x_only(blk: BlockInfo, x: str | None = None) -> BlockInfo:
                    load_classes=tuple((dx, True) for dx, _ in blk.load_classes))
 
 
-def block_info(func, d, pure: list, chain: tuple = (0.0, 0.0),
+def block_info(params, func, d, pure: list, chain: tuple = (0.0, 0.0),
                loop_ops: float = 1.0, extents: dict | None = None) -> BlockInfo | None:
     """The BlockInfo of update ``d`` of ``func`` (inlined definitions), or None;
     ``chain`` is its ``accumulation_chain``, ``loop_ops`` its RDom loop's cost a
     step in the default order; ``extents``: pure Var -> its points, where known (a
-    Var of fewer points than ``ROW_SCORE_BLOCK``'s rows is no row candidate)."""
+    Var of fewer points than ``row_score_block``'s rows is no row candidate).  The
+    row Var is the one of fewest L1 accesses (``_row_score``), or with
+    ``row_var_by_score`` off the first candidate."""
     if d.rdom is None or not d.args:
         return None
     if not all(isinstance(a, E.Var) and a.name in pure for a in d.args):
@@ -191,15 +182,18 @@ def block_info(func, d, pure: list, chain: tuple = (0.0, 0.0),
         if isinstance(n, E.Call) and n.target.name == func.name and tuple(n.args) != tuple(d.args):
             return None                  # reads another point of itself: a scan
     calls = [n for n in _operand_calls(d.value) if n.target.name != func.name]
-    rows = [r for r in names[1:] if extents is None or extents.get(r, ROW_SCORE_BLOCK[1])
-            >= ROW_SCORE_BLOCK[1]] or names[1:2]
-    y = min(rows, key=lambda r: _row_score(calls, names[0], r)) if len(names) > 1 else None
+    nb, by = params.row_score_block
+    rows = [r for r in names[1:] if extents is None or extents.get(r, by) >= by] or names[1:2]
+    y = None
+    if rows:
+        y = (min(rows, key=lambda r: _row_score(calls, names[0], r, nb, by))
+             if params.row_var_by_score else rows[0])
     classes = [(dx, dy) for dx, dy, _ in _load_classes(calls, names[0], y)]
     info = BlockInfo(names[0], y, pure.index(names[0]),
                      pure.index(y) if y is not None else None,
                      tuple(n for n in names[1:] if n != y),
                      tuple(rv.name for rv in d.rdom.rvars()), tuple(classes))
-    if not shares_load(info) and not chain_bound(chain, loop_ops):
+    if not shares_load(info) and not chain_bound(params, chain, loop_ops):
         return None              # no operand is shared across a block, no chain to hide
     return info
 
@@ -217,18 +211,12 @@ def _load_classes(calls, x: str, row: str | None) -> list:
     return out
 
 
-ROW_SCORE_BLOCK = (2, 8)     # the block (vectors, rows) at which row Vars are compared
-
-
-def _row_score(calls, x: str, row: str) -> float:
-    """L1 accesses one RDom step of a ``ROW_SCORE_BLOCK`` block issues with ``row``
-    as its row Var: vector loads along ``x`` that start at an offset count twice
-    (they straddle two lines), broadcasts once.  The row Var with the fewest wins,
-    the first pure Var after ``x`` on a tie: conv_layer's update blocked over
-    output channels (one input vector shared by the rows, the filter's values
-    broadcast) instead of rows (a split input load per accumulator) ran 22.8 ms
-    against 34.8 (greedy schedule, paper size, 2 threads, one process)."""
-    nb, by = ROW_SCORE_BLOCK
+def _row_score(calls, x: str, row: str, nb: int, by: int) -> float:
+    """L1 accesses one RDom step of an ``nb`` x ``by`` block issues with ``row`` as
+    its row Var: vector loads along ``x`` that start at an offset count twice (they
+    straddle two lines), broadcasts once.  The row Var with the fewest wins, the
+    first pure Var after ``x`` on a tie (conv_layer's update blocks over output
+    channels, one input vector shared by the rows, the filter's values broadcast)."""
     return float(sum(_step_loads(dx, dy, nb, by) * (2 if split else 1)
                      for dx, dy, split in _load_classes(calls, x, row)))
 
@@ -250,20 +238,21 @@ def _operand_calls(e) -> list:
     return out
 
 
-def rdom_unroll(inner_extent: int, live: int = 0, per_step: int = 0,
+def rdom_unroll(params, inner_extent: int, live: int = 0, per_step: int = 0,
                 registers: int | None = None) -> int:
-    """Unroll factor of the innermost RDom loop: all of a short one (<= 8), else
-    ``RDOM_UNROLL`` when it divides the extent, else none.  With ``registers``, the
-    factor also keeps ``live`` (the block's accumulators) plus ``per_step`` (the
-    operand vectors one step loads) times the factor within the vector registers,
-    halving it until it does: LLVM hoists the loads of the unrolled steps ahead of
-    their uses, and past the register file the accumulators spill.  Measured on the
-    2048^2 matmul (2 threads, 4 x 6 block, 10 operands a step, one process): unroll
-    4 ran 140.8 ms, 2 101.4 ms, 1 103.0 ms."""
-    if inner_extent <= 8:
+    """Unroll factor of the innermost RDom loop: all of a short one (at most
+    ``params.rdom_unroll_whole``), else ``rdom_unroll`` when it divides the extent,
+    else none.  With ``registers`` (and ``unroll_within_registers``), the factor also
+    keeps ``live`` (the block's accumulators) plus ``per_step`` (the operand vectors
+    one step loads) times the factor within the vector registers, halving it until
+    it does: LLVM hoists the loads of the unrolled steps ahead of their uses, and
+    past the register file the accumulators spill."""
+    if inner_extent <= params.rdom_unroll_whole:
         ur = max(1, inner_extent)
     else:
-        ur = RDOM_UNROLL if inner_extent % RDOM_UNROLL == 0 else 1
+        ur = params.rdom_unroll if inner_extent % params.rdom_unroll == 0 else 1
+    if not params.unroll_within_registers:
+        registers = None
     while registers is not None and ur > 1 and live + ur * per_step > registers:
         ur = ur // 2 if ur % 2 == 0 else 1
     return ur
@@ -282,13 +271,13 @@ def _step_loads(dx: bool, dy: bool, nb: int, by: int) -> int:
     return nb * by if (dx and dy) else (nb if dx else (by if dy else 1))
 
 
-def candidates(registers: int) -> list:
-    return [(nb, by) for nb in BLOCK_VECTORS for by in BLOCK_ROWS
-            if nb * by + RESERVED_REGISTERS <= registers and nb * by > 1]
+def candidates(params, registers: int) -> list:
+    """The block shapes (vectors, rows) that fit ``registers`` vector registers."""
+    return [(nb, by) for nb in params.block_vectors for by in params.block_rows
+            if nb * by + params.reserved_registers <= registers and nb * by > 1]
 
 
-def blocked_point_cost(u, blk: BlockInfo, nb: int, by: int, lanes: int, e_x, e_y,
-                       cached_load_ops: float, loop_iter_ops: float, loop_setup_ops: float,
+def blocked_point_cost(params, u, blk: BlockInfo, nb: int, by: int, lanes: int, e_x, e_y,
                        acc_ops: float, registers: int | None = None):
     """(arithmetic with loads, lane utilization, loop overhead) per update point
     of a ``nb`` x ``by`` block over extents ``e_x`` x ``e_y`` (arrays).  The
@@ -298,21 +287,20 @@ def blocked_point_cost(u, blk: BlockInfo, nb: int, by: int, lanes: int, e_x, e_y
     loads = 0.0
     for dx, dy in blk.load_classes:
         loads += 1.0 if (dx and dy) else (1.0 / by if dx else (1.0 / nb if dy else 1.0 / (nb * by)))
-    arith = u.ops + cached_load_ops * loads
+    arith = u.ops + params.cached_load_ops * loads
     bx = nb * lanes
     ex = np.maximum(np.asarray(e_x, dtype=float), 1.0)
     ey = np.maximum(np.asarray(e_y, dtype=float), 1.0)
     util = ex / (np.ceil(ex / bx) * bx) * (ey / (np.ceil(ey / by) * by))
-    ur = rdom_unroll(k_block(blk, u.inner_extent) or u.inner_extent, nb * by,
+    ur = rdom_unroll(params, k_block(params, blk, u.inner_extent) or u.inner_extent, nb * by,
                      step_operands(blk, nb, by), registers)
-    loop = loop_iter_ops / (nb * by * ur) + acc_ops
+    loop = params.loop_iter_ops / (nb * by * ur) + acc_ops
     if ur < u.inner_extent:
-        loop += loop_setup_ops / (max(1, u.inner_extent) * nb * by)
+        loop += params.loop_setup_ops / (max(1, u.inner_extent) * nb * by)
     return arith, util, loop
 
 
-def choose_block(u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y,
-                 cached_load_ops: float, loop_iter_ops: float, loop_setup_ops: float,
+def choose_block(params, u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y,
                  plain_cost, acc_ops: float = 0.0):
     """Per tiling: (best cost per point, nb, by, arith, util, loop), with nb = 0
     where no block is cheaper than ``plain_cost`` (per point, unblocked).  The
@@ -323,20 +311,18 @@ def choose_block(u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y,
     nb_o, by_o = np.zeros(k, dtype=int), np.zeros(k, dtype=int)
     ar_o, ut_o, lp_o = np.zeros(k), np.ones(k), np.zeros(k)
     shares = shares_load(blk)
-    for nb, by in candidates(registers):
+    for nb, by in candidates(params, registers):
         if (blk.y is None or not shares) and by > 1:
             continue            # rows without a shared load: only more chains, as nb gives
         ey = e_y if blk.y is not None else 1.0
-        arith, util, loop = blocked_point_cost(u, blk, nb, by, lanes, e_x, ey, cached_load_ops,
-                                               loop_iter_ops, loop_setup_ops, acc_ops,
+        arith, util, loop = blocked_point_cost(params, u, blk, nb, by, lanes, e_x, ey, acc_ops,
                                                registers)
         loop = loop + chain_extra(u.chain, nb * by, loop, util)
         cost = arith / util + loop
         fits = (np.asarray(e_x, dtype=float) >= nb * lanes) & (np.asarray(ey, dtype=float) >= by)
         if not shares:
             # a block kept for its chains only: a partial last block runs masked and
-            # costs more than the chains save (measured: nl_means' 70-wide rows in
-            # blocks of 32 ran 2.8x slower), so the block must divide the extent
+            # costs more than the chains save, so the block must divide the extent
             fits = fits & (np.mod(np.asarray(e_x, dtype=float), nb * lanes) == 0)
         better = fits & (cost < best - 1e-12)
         best = np.where(better, cost, best)
@@ -347,20 +333,18 @@ def choose_block(u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y,
     return best, nb_o, by_o, ar_o, ut_o, lp_o
 
 
-def x_inside(kb: int, e_x: float, e_y: float, word_bytes: int, l2_bytes: float) -> bool:
+def x_inside(params, kb: int, e_x: float, e_y: float, word_bytes: int,
+             l2_bytes: float) -> bool:
     """Order of a K-blocked update's block loops within a K panel: the loop over x
     blocks inside the one over rows when the operand panel it walks (``kb`` steps by
-    the ``e_x`` points of x) fits in half the L2, so the next row block finds it
-    there while its own row operands stay in L1; else the other order (the x block's
-    panel of ``kb`` by ``e_y`` reused from L2 by every row block).  Measured on
-    matmul (2 threads, greedy blocks, one process, ms, x inside / rows inside):
-    2048 x 2048 with K = 2048: 86.7 / 103.2; 1024 wide, 4096 rows: 86.1 / 102.3;
-    K = 1024: 45.6 / 52.9; K = 4096: 187.7 / 200.7; 4096 wide, 1024 rows (the x
-    panel 2 MB, over half the L2): 162.4 / 106.0."""
-    return kb * e_x * word_bytes <= l2_bytes / 2
+    the ``e_x`` points of x) fits in ``params.k_panel_l2_share`` of the L2, so the
+    next row block finds it there while its own row operands stay in L1; else the
+    other order (the x block's panel of ``kb`` by ``e_y`` reused from L2 by every row
+    block)."""
+    return kb * e_x * word_bytes <= l2_bytes * params.k_panel_l2_share
 
 
-def emit(handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int,
+def emit(params, handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int,
          parallel: bool, try_, registers: int | None = None, x_in: bool = False) -> bool:
     """The blocking directives on update handle ``handle`` (``registers``: the
     ISA's vector registers, which bound the RDom unroll; ``x_in``: a K-blocked
@@ -377,7 +361,7 @@ def emit(handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int
         outer.append(yb)
     elif blk.y is not None:
         outer.append(blk.y)          # a block of one row: y stays whole, outside
-    kb = k_block(blk, inner_extent)
+    kb = k_block(params, blk, inner_extent)
     r = blk.rvars[0]
     if kb:
         # K-blocking: the RDom loop split, its outer part outside every block loop,
@@ -396,7 +380,7 @@ def emit(handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int
         steps.append((handle.unroll, (xr,)))
     if blk.y is not None and by > 1:
         steps.append((handle.unroll, (f"{blk.y}_r",)))
-    ur = rdom_unroll(kb or inner_extent, nb * by, step_operands(blk, nb, by), registers)
+    ur = rdom_unroll(params, kb or inner_extent, nb * by, step_operands(blk, nb, by), registers)
     if ur > 1:
         steps.append((handle.unroll, (r, ur)))
     for fn, args in steps:
@@ -407,11 +391,11 @@ def emit(handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int
     return True
 
 
-def k_block(blk: BlockInfo, inner_extent: int) -> int:
-    """Steps of the RDom loop per K-block (0: not split): ``K_BLOCK`` when the update
-    has one RVar running at least ``K_BLOCK_MIN_STEPS`` times ``K_BLOCK`` steps (a
-    long dot product, as in matmul; RVars of one RDom keep their nesting, so one with
-    several is left whole)."""
-    if len(blk.rvars) != 1 or inner_extent < K_BLOCK_MIN_STEPS * K_BLOCK:
+def k_block(params, blk: BlockInfo, inner_extent: int) -> int:
+    """Steps of the RDom loop per K-block (0: not split): ``params.k_block`` when the
+    update has one RVar running at least ``k_block_min_steps`` times that many steps
+    (a long dot product, as in matmul; RVars of one RDom keep their nesting, so one
+    with several is left whole)."""
+    if len(blk.rvars) != 1 or inner_extent < params.k_block_min_steps * params.k_block:
         return 0
-    return K_BLOCK
+    return params.k_block

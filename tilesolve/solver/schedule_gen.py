@@ -82,7 +82,7 @@ def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0)
         _vectorize_inner(problem, h, name, pure[0], region[idx][1] - region[idx][0] + 1)
         if root and len(pure) > 1:
             _try(h.parallel, pure[-1])
-        elif root:
+        elif root and problem.spec.cost_params.parallel_root_vectors:
             _parallel_vectors(problem, h, name, pure[0], extents[idx])
 
 
@@ -105,7 +105,7 @@ def _parallel_root_update(problem, s, name, i, pure, extents) -> bool:
     names = [v.name for v in problem.func(name).pure.args]
     ex, el = extents[names.index(pure[0])], extents[names.index(pure[-1])]
     lanes = _lanes(problem, name)
-    k = root_update_chunks(ex, int(el), lanes, workers(problem.spec))
+    k = root_update_chunks(problem.spec.cost_params, ex, int(el), lanes, workers(problem.spec))
     if k <= 1:
         return False
     chunk = math.ceil(math.ceil(ex / lanes) / k) * lanes
@@ -167,27 +167,26 @@ def _tile_update(problem, s, out, k, tiled, tiling, names, inner_x, inner_e) -> 
 def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     """Register-block update ``i`` as the cost model would (``blk``: the block's
     shape when not ``info.block``'s); False if it would not."""
-    from .cost import CACHED_LOAD_OPS
     from .cost_terms import block_choice, l2_bytes, lane_utilization, vector_registers
     from .register_block import emit, k_block, x_inside
+    cp = problem.spec.cost_params
     lanes = _lanes(problem, name)
     blk = blk or info.block
     util = float(lane_utilization(extents[info.vector_dim], lanes))
     e_y = extents[blk.y_dim] if blk.y_dim is not None else 1
-    _, nb, by, *_ = block_choice(problem.spec, info, lanes, util, extents[blk.x_dim], e_y,
-                                 CACHED_LOAD_OPS, blk)
+    _, nb, by, *_ = block_choice(problem.spec, info, lanes, util, extents[blk.x_dim], e_y, blk)
     nb, by = int(nb), int(by)
     if nb <= 0:
         return False
     trial = s.copy()
     regs = vector_registers(problem.spec)
-    kb = k_block(blk, info.inner_extent)
+    kb = k_block(cp, blk, info.inner_extent)
     x_in = bool(kb) and blk.y is not None and x_inside(
-        kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name), l2_bytes(problem.spec))
+        cp, kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name), l2_bytes(problem.spec))
     args = (blk, nb, by, lanes, info.inner_extent, root, _try, regs, x_in)
-    if not emit(trial[name].update(i), *args):
+    if not emit(cp, trial[name].update(i), *args):
         return False
-    emit(s[name].update(i), *args)
+    emit(cp, s[name].update(i), *args)
     return True
 
 

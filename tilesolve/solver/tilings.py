@@ -1,8 +1,9 @@
 """The menu of tilings tried for a group (Mullapudi 2016 §4.2.3, Sioutas 2020 §4.2).
 
 CPU: the two innermost pure dimensions of the group's output with extent > 1
-are tiled; the innermost takes multiples of the vector width times the spec's
-``vector_multiple`` (so tiles vectorize), the next powers of two; sizes of at
+are tiled; the innermost takes the spec's ``cost_params.tile_inner`` times the
+vector width times its ``vector_multiple`` (so tiles vectorize), the next
+``tile_outer`` (powers of two); sizes of at
 least the extent collapse to "untiled in that dimension".  Outer dimensions
 stay untiled (their loop runs inside the tile).  Plus the untiled column.
 
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 from .space import Tiling
 
-CPU_INNER = (1, 2, 4, 8, 16, 32)          # times the innermost tile multiple
-CPU_OUTER = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 GPU_INNER = (8, 16, 32, 64, 128, 256)
 GPU_OUTER = (1, 2, 4, 8, 16, 32)
 MAX_ONE_WARP_BLOCKS = 1000
@@ -72,10 +71,10 @@ def candidate_tilings(problem, group) -> list[Tiling]:
     mult = spec.innermost_tile_multiple(problem.bytes_per_point(group.output))
     inner = dims[0]
     outer = dims[1] if len(dims) > 1 else None
-    for a in CPU_INNER:
+    for a in spec.cost_params.tile_inner:
         ta = a * mult
         ta = None if ta >= exts[inner] else ta
-        for b in (CPU_OUTER if outer is not None else (None,)):
+        for b in (spec.cost_params.tile_outer if outer is not None else (None,)):
             tb = None if (b is None or b >= exts[outer]) else b
             sizes = [None] * nd
             sizes[inner] = ta

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from ..errors import SpecError, SpecWarning
+from .cost_params import cost_params_from
 
 __all__ = ["Rule", "RULES", "KINDS", "fields_for_kind", "normalize"]
 
@@ -99,6 +100,11 @@ def _caches(v: Any) -> Any:  # element checks happen in _check_caches
     return v if isinstance(v, (list, tuple)) and len(v) > 0 else _BAD
 
 
+def _cost_params(v: Any) -> Any:  # each parameter is checked by cost_params_from
+    from .cost_params import CostParams
+    return v if isinstance(v, (Mapping, CostParams)) else _BAD
+
+
 _POS = "a positive integer"
 RULES: Tuple[Rule, ...] = (
     Rule("name", "common", "a non-empty string", _text),
@@ -115,8 +121,6 @@ RULES: Tuple[Rule, ...] = (
     Rule("load_cost", "cpu", "a positive number", _pos_number),
     Rule("vector_multiple", "cpu", _POS, _pos_int),
     Rule("cache_for_tiles", "cpu", "a positive integer (a cache level)", _pos_int),
-    Rule("stream_miss_loads", "cpu", "a non-negative number (loads)", _nonneg_number,
-         optional=True),
     Rule("heap_cache_bytes", "cpu", "a non-negative integer (bytes)", _nonneg_int,
          optional=True),
     Rule("compute_capability", "gpu", 'a string like "9.0" (quote it in YAML)', _capability),
@@ -133,6 +137,8 @@ RULES: Tuple[Rule, ...] = (
     Rule("l2_bytes", "gpu", _POS, _pos_int),
     Rule("occupancy_threshold", "gpu", "a number in (0, 1]", _fraction),
     Rule("launch_overhead_us", "gpu", "a non-negative number (microseconds)", _nonneg_number),
+    Rule("cost_params", "common", "a mapping of cost parameter names to values",
+         _cost_params, optional=True),
 )
 _BY_NAME: Dict[str, Rule] = {r.name: r for r in RULES}
 
@@ -189,6 +195,7 @@ def normalize(data: Any, source: str, *, warn: bool = True) -> Dict[str, Any]:
         if value is _BAD:
             raise _fail(source, name, rule.expected, data[name])
         out[name] = value
+    out["cost_params"] = cost_params_from(kind, out["cost_params"], source)
     if kind == "cpu":
         out["caches"] = _check_caches(out["caches"], source, warn)
         _check_cpu(out, source)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Tuple
 
 from ..errors import SpecError
+from .cost_params import CostParams, overrides
 
 __all__ = ["CacheLevel", "HardwareSpec"]
 
@@ -45,6 +46,7 @@ class HardwareSpec:
     description: str
     clock_ghz: float
     memory_bandwidth_gbs: float
+    cost_params: Optional[CostParams] = None
     # --- CPU ----------------------------------------------------------------
     cores: Optional[int] = None
     threads: Optional[int] = None
@@ -54,7 +56,6 @@ class HardwareSpec:
     load_cost: Optional[float] = None
     vector_multiple: Optional[int] = None
     cache_for_tiles: Optional[int] = None
-    stream_miss_loads: Optional[float] = None
     heap_cache_bytes: Optional[int] = None
     # --- GPU ----------------------------------------------------------------
     compute_capability: Optional[str] = None
@@ -105,12 +106,21 @@ class HardwareSpec:
                 continue
             if name == "caches":
                 value = [dataclasses.asdict(c) for c in value]
+            if name == "cost_params":
+                value = overrides(value, self.kind)
+                if not value:
+                    continue
             out[name] = value
         return out
 
     def replace(self, **changes: Any) -> "HardwareSpec":
         """A copy with some fields changed, validated like a loaded spec."""
         return dataclasses.replace(self, **changes)
+
+    def with_cost_params(self, **changes: Any) -> "HardwareSpec":
+        """A copy whose ``cost_params`` has ``changes`` on top of this spec's
+        (``SpecError`` naming ``cost_params.NAME`` for a bad one)."""
+        return self.replace(cost_params={**overrides(self.cost_params, self.kind), **changes})
 
     def _raw_fields(self) -> dict:
         """This spec's non-None fields, caches turned back into mappings."""

@@ -182,7 +182,7 @@ def calibrate(base="host", *, out=None, quick: bool = False, install: Optional[b
         micro.add(m)
         say(f"stream_miss_loads: {m.how}")
         if streams.fitted:
-            new = new.replace(stream_miss_loads=round(streams.value, 3))
+            new = new.with_cost_params(stream_miss_loads=round(streams.value, 3))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     text, new = spec_yaml(spec, new, detected=detected, micro=micro, fit=report,
                           pipelines=n_pipes, quick=quick, stamp=stamp,
@@ -211,7 +211,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                     "several schedules (each checked against the reference), fit the cost "
                     "model's load_cost (reported; applied with --fit-load-cost) and "
                     "ms-per-cost-unit scale to them, fit its streams "
-                    "weight (stream_miss_loads) to a stencil timed at tiles of several "
+                    "weight (cost_params.stream_miss_loads) to a stencil timed at tiles of several "
                     "heights over an image larger than the caches, and write a host "
                     "spec YAML whose measured and fitted values carry comments saying how "
                     "they were obtained.",

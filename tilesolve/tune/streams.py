@@ -1,4 +1,5 @@
-"""Fit the cost model's ``streams`` weight (the spec's ``stream_miss_loads``) to this machine.
+"""Fit the cost model's ``streams`` weight (the spec's ``cost_params.stream_miss_loads``) to
+this machine.
 
 The ``streams`` term (``solver/cost_terms.py``) charges a tile that touches more
 rows of memory than the hardware prefetcher follows: the runs it starts cold
@@ -104,7 +105,7 @@ def streams_case(spec, quick: bool = False, seed: int = 0):
 def _split(spec, samples):
     """Per sample, (the cost without the term, the term at weight 1)."""
     from .fit import price_samples
-    unit = price_samples(spec.replace(stream_miss_loads=1.0), samples)
+    unit = price_samples(spec.with_cost_params(stream_miss_loads=1.0), samples)
     L = float(spec.load_cost)
     rest = np.array([p.compute + L * p.words for p in unit])
     term = np.array([p.cost(L) for p in unit]) - rest
@@ -115,10 +116,9 @@ def fit_stream_weight(spec, samples, *, overhead_ms: float = 0.0) -> StreamsFit:
     """The ``stream_miss_loads`` that best explains ``samples`` (``(pipeline,
     schedule, estimates, measured_ms)``, solved schedules with recorded columns)
     on ``spec``; ``overhead_ms`` is subtracted from every time first."""
-    from ..solver.cost_terms import stream_miss_loads
     from .fit import MIN_FIT_GAIN, _fit_scale       # load_cost's evidence rule
     _error = lambda pred, y: _fit_scale(pred, y)[0]  # noqa: E731 (RMS log error, best scale)
-    before = stream_miss_loads(spec)
+    before = spec.cost_params.stream_miss_loads
     ms = np.array([float(s[3]) for s in samples])
     ms = np.maximum(ms - float(overhead_ms), 0.01 * ms)
     y = np.log(ms)

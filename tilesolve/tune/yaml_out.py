@@ -63,9 +63,10 @@ def _field_comments(base, new, detected: bool, micro, fit, pipelines: int) -> Di
     c["vector_multiple"] = f"{'tilesolve default' if detected else src}, not fitted"
     c["cache_for_tiles"] = f"{'tilesolve default' if detected else src}, not fitted"
     c["load_cost"] = _load_cost_comment(base, fit, pipelines, micro)
+    c["cost_params"] = "the cost model's parameters that differ from its defaults"
     streams = micro.items.get("stream_miss_loads")
     if streams is not None:
-        c["stream_miss_loads"] = streams.how
+        c["cost_params.stream_miss_loads"] = streams.how
     return c
 
 
@@ -149,6 +150,13 @@ def spec_yaml(base, new, *, detected: bool, micro, fit, pipelines: int, quick: b
                 flow = yaml.safe_dump(level, default_flow_style=True, sort_keys=False,
                                       width=1000).strip()
                 lines.append(f"  - {flow}  # {_one_line(note)}")
+            continue
+        if key == "cost_params":
+            lines.append(f"cost_params:  # {comments['cost_params']}")
+            for name, v in value.items():
+                dumped = "  " + _dump(name, v)
+                note = comments.get(f"cost_params.{name}", f"from base spec {base.name}")
+                lines.append(f"{dumped:<{_COLUMN}}  # {_one_line(note)}")
             continue
         dumped = _dump(key, value)
         note = comments.get(key)
