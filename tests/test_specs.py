@@ -259,7 +259,36 @@ BAD_SPECS = [  # (id, base spec, mutation, field named in the message, what is e
      "max_registers_per_thread", r": expected at most registers_per_sm \(65536\)"),
     ("register-unit", "h200", lambda d: d.update(register_allocation_unit=384),
      "register_allocation_unit", r": expected a divisor of registers_per_sm \(65536\), got 384"),
+    # the cost model's parameters (specs/cost_params.py)
+    ("cost-param-unknown", "xeon-e5-2620v3", lambda d: d.update(cost_params={"spill_op": 3}),
+     "cost_params.spill_op", r" is unknown \(did you mean 'spill_ops'\?\)"),
+    ("cost-param-type", "xeon-e5-2620v3", lambda d: d.update(cost_params={"block_rows": 4}),
+     "cost_params.block_rows", r": expected a non-empty list of positive integers, got 4"),
+    ("cost-param-bool", "cortex-a57", lambda d: d.update(cost_params={"strided_reads": 1}),
+     "cost_params.strided_reads", r": expected true or false, got 1"),
+    ("cost-param-negative", "cortex-a57", lambda d: d.update(cost_params={"spill_ops": -1}),
+     "cost_params.spill_ops", r": expected a non-negative number, got -1"),
+    ("cost-param-of-the-cpu", "h100", lambda d: d.update(cost_params={"spill_ops": 1.0}),
+     "cost_params.spill_ops", r" is a parameter of the CPU cost model"),
+    ("cost-params-not-a-mapping", "h100", lambda d: d.update(cost_params=[1]),
+     "cost_params", r": expected a mapping of cost parameter names to values, got \[1\]"),
 ]
+
+
+def test_cost_params_default_by_kind_override_and_round_trip(tmp_path):
+    """A spec's cost parameters are its kind's defaults with the YAML's overrides; only
+    the overrides are written back, and the spec reads back equal."""
+    from tilesolve.specs.cost_params import defaults
+    xeon = load_spec("xeon-e5-2620v3")
+    assert xeon.cost_params == defaults("cpu") and "cost_params" not in xeon.to_dict()
+    path = _write(tmp_path, "xeon-e5-2620v3", "tuned.yaml",
+                  lambda d: d.update(cost_params={"spill_ops": 3, "block_rows": [1, 2, 4]}))
+    tuned = load_spec(path)
+    assert tuned.cost_params.spill_ops == 3.0 and tuned.cost_params.block_rows == (1, 2, 4)
+    assert tuned.cost_params.tile_overhead_ops == defaults("cpu").tile_overhead_ops
+    assert tuned.to_dict()["cost_params"] == {"spill_ops": 3.0, "block_rows": [1, 2, 4]}
+    assert spec_from_yaml(spec_to_yaml(tuned)) == tuned != xeon
+    assert xeon.with_cost_params(spill_ops=3, block_rows=[1, 2, 4]) == tuned
 
 
 @pytest.mark.parametrize("case", BAD_SPECS, ids=[c[0] for c in BAD_SPECS])
