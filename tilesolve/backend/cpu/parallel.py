@@ -1,21 +1,29 @@
-"""Native parallel-for for generated code: libgomp underneath, no Python on the hot path.
+"""Native parallel-for for generated code: a thread pool underneath, no Python on the hot path.
 
 Runtime ABI
 -----------
-Generated IR never names libgomp directly. It calls four tilesolve runtime symbols, which
-:func:`install_runtime` binds process-wide with ``llvm.add_symbol`` before any code is
-loaded (``JitModule`` calls it for you)::
+Generated IR never names a threading library directly. It calls four tilesolve runtime
+symbols, which :func:`install_runtime` binds process-wide with ``llvm.add_symbol`` before
+any code is loaded (``JitModule`` calls it for you)::
 
     void ts_rt_parallel(void (*worker)(i8*), i8* data, i32 num_threads, i32 flags)
     i32  ts_rt_thread_num()       i32 ts_rt_num_threads()       i32 ts_rt_in_parallel()
 
-With libgomp (found with ``ctypes.util.find_library("gomp")`` and loaded with
-``llvm.load_library_permanently``) these are *the addresses of* ``GOMP_parallel``,
-``omp_get_thread_num``, ``omp_get_num_threads`` and ``omp_in_parallel``: no wrapper, no
-extra call. Without libgomp they are bound to a tiny serial runtime compiled from IR in
-this module (``ts_rt_parallel`` just calls ``worker(data)``; the thread is 0 of 1) and a
-``RuntimeWarning`` says so. The choice is recorded in :func:`runtime_info`. Since the
-names are indirect, objects in the disk cache are valid under either runtime.
+Three runtimes can back them, chosen once per process (``install_runtime(kind)``):
+
+* ``"pool"`` (the default): tilesolve's own pthread pool (``pool.py``), whose parallel
+  regions wait only for the threads that joined them, so a worker that a busy machine
+  has not scheduled yet never holds a loop up;
+* ``"gomp"``: libgomp (found with ``ctypes.util.find_library("gomp")`` and loaded with
+  ``llvm.load_library_permanently``): the symbols are *the addresses of*
+  ``GOMP_parallel``, ``omp_get_thread_num``, ``omp_get_num_threads`` and
+  ``omp_in_parallel``; its regions end with a barrier over the whole team;
+* ``"serial"``: a tiny runtime compiled from IR in this module (``ts_rt_parallel`` just
+  calls ``worker(data)``; the thread is 0 of 1), used with a ``RuntimeWarning`` when
+  neither of the others can be.
+
+The choice is recorded in :func:`runtime_info`. Since the names are indirect, objects in
+the disk cache are valid under any runtime.
 
 What :func:`emit_parallel_for` generates for ``for i in [0, n): body(i, captured...)``
 -------------------------------------------------------------------------------------
@@ -38,14 +46,15 @@ What :func:`emit_parallel_for` generates for ``for i in [0, n): body(i, captured
 
 Captured values are passed to the outlined body as *arguments*, so pointer arguments can
 carry ``noalias`` (``noalias=`` flags) and LLVM's vectorizer sees the same facts it would
-in the caller. ``num_threads`` is a runtime i32: ``0`` (or ``None``) lets libgomp decide
+in the caller. ``num_threads`` is a runtime i32: ``0`` (or ``None``) lets the runtime decide
 (``OMP_NUM_THREADS`` or the number of cores); the backend's entry point resolves the count
 with :func:`resolve_num_threads` and passes it in.
 
 Nesting: a parallel loop reached while already inside an active parallel region runs
 *serially* in the calling thread (checked with ``omp_in_parallel``), so nested parallel
 schedules are always safe and never oversubscribe. Several Python threads may call
-compiled parallel code at once: each becomes the master of its own libgomp team.
+compiled parallel code at once: under libgomp each becomes the master of its own team;
+the pool serves one at a time and runs the other's loop serially.
 """
 from __future__ import annotations
 
@@ -89,7 +98,7 @@ WORKER_TYPE = ir.FunctionType(ir.VoidType(), [I8P])
 class RuntimeInfo:
     """Which parallel runtime backs the ``ts_rt_*`` symbols in this process."""
 
-    kind: str                 # "gomp" or "serial"
+    kind: str                 # "pool", "gomp" or "serial"
     library: str | None       # the libgomp that was loaded, if any
 
 
@@ -103,27 +112,48 @@ def runtime_info() -> RuntimeInfo | None:
     return _runtime
 
 
-def install_runtime(prefer_gomp: bool = True) -> RuntimeInfo:
-    """Bind the ``ts_rt_*`` symbols once per process; later calls return the first choice.
+RUNTIMES = ("pool", "gomp", "serial")
 
-    ``prefer_gomp=False`` forces the serial fallback (for testing; only effective on the
-    first call in a process).
-    """
+
+def install_runtime(kind: str = "pool") -> RuntimeInfo:
+    """Bind the ``ts_rt_*`` symbols once per process; later calls return the first choice
+    (call it before the first compile to choose).  ``kind``: ``"pool"`` (falls back to
+    libgomp, then serial), ``"gomp"`` (falls back to serial) or ``"serial"``."""
     global _runtime
+    if kind not in RUNTIMES:
+        raise ValueError(f"parallel runtime must be one of {RUNTIMES}, got {kind!r}")
     if _runtime is not None:
         return _runtime
     with _rt_lock:
         if _runtime is None:
-            lib = _find_gomp() if prefer_gomp else None
-            if lib is not None and _bind_gomp(lib):
-                _runtime = RuntimeInfo("gomp", lib)
+            if kind == "pool" and _bind_pool():
+                _runtime = RuntimeInfo("pool", None)
             else:
-                if prefer_gomp:
-                    warnings.warn("tilesolve: libgomp not found; parallel loops will run "
-                                  "serially", RuntimeWarning, stacklevel=2)
-                _bind_serial()
-                _runtime = RuntimeInfo("serial", None)
+                lib = _find_gomp() if kind != "serial" else None
+                if lib is not None and _bind_gomp(lib):
+                    _runtime = RuntimeInfo("gomp", lib)
+                else:
+                    if kind != "serial":
+                        warnings.warn("tilesolve: no thread pool and no libgomp; parallel "
+                                      "loops will run serially", RuntimeWarning, stacklevel=2)
+                    _bind_serial()
+                    _runtime = RuntimeInfo("serial", None)
     return _runtime
+
+
+def _bind_pool() -> bool:
+    from . import pool
+    try:
+        with LLVM_LOCK:
+            addrs = pool.install(host_target(), resolve_num_threads({}))
+    except RuntimeError:           # no pthreads to resolve in this process
+        return False
+    if not addrs:
+        return False
+    for ours, name in ((RT_PARALLEL, "parallel"), (RT_THREAD_NUM, "thread_num"),
+                       (RT_NUM_THREADS, "num_threads"), (RT_IN_PARALLEL, "in_parallel")):
+        llvm.add_symbol(ours, addrs[name])
+    return True
 
 
 def _find_gomp() -> str | None:
@@ -404,7 +434,7 @@ def _emit_call_site(builder, module, closure_ty, n, nthreads, captured, body, wo
     builder.branch(after)
 
     builder.position_at_end(team)
-    # <= 0 means "runtime default" (0 for GOMP); never ask for more threads than rows.
+    # <= 0 means "runtime default" (0); never ask for more threads than rows.
     nt = builder.select(builder.icmp_signed("<", nthreads, zero), zero, nthreads)
     nt = builder.select(builder.icmp_signed(">", nt, n), n, nt)
     par_ty = ir.FunctionType(ir.VoidType(), [WORKER_TYPE.as_pointer(), I8P, I32, I32])
