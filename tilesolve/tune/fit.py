@@ -68,7 +68,7 @@ _GRID = 241
 class PricedSample:
     """One sample priced with the starting spec: ``compute + L * words`` cost units,
     plus its columns' ``streams`` terms: per column ``(m, c, w)``, the unprefetched
-    words (times ``STREAM_MISS_LOADS``), the compute and the memory words, whose term
+    words (times ``cost_params.stream_miss_loads``), the compute and the memory words, whose term
     at load cost ``L`` is ``L * m * clip(1 - c / (L * w), 0, 1)``."""
 
     compute: float
