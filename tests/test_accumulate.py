@@ -46,6 +46,20 @@ def test_the_blocked_update_accumulates_in_a_register_tile():
     assert guarded and "32 <=" in str(guarded[0].cond)
 
 
+def test_the_codegen_option_leaves_the_tiles_out():
+    """``set_codegen(accumulator_tiles=False)``: the same schedule lowered without the
+    pass (``benchmarks/ab.py --set accumulator_tiles=false`` times the two), with the
+    same results."""
+    pipe, s = _matmul()
+    plain = s.copy().set_codegen(accumulator_tiles=False)
+    assert _allocs(lower(pipe, s)) and not _allocs(lower(pipe, plain))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((9, 17)).astype(np.float32)
+    b = rng.standard_normal((17, 70)).astype(np.float32)
+    np.testing.assert_array_equal(ts.compile(pipe, plain).realize([70, 9], A=a, B=b),
+                                  ts.compile(pipe, s).realize([70, 9], A=a, B=b))
+
+
 @pytest.mark.parametrize("w,h,k", [(64, 8, 17), (70, 9, 5), (31, 4, 3), (8, 3, 40), (1, 1, 1)])
 def test_results_are_bit_identical_on_both_sides_of_the_test(w, h, k):
     pipe, s = _matmul()

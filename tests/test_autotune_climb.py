@@ -13,6 +13,7 @@ import re
 import pytest
 
 import tilesolve as ts
+from tilesolve.errors import SolverError
 from tilesolve.apps import blur
 from tilesolve.tune import autotune as tat
 from tilesolve.tune import measure as tmeasure
@@ -86,10 +87,12 @@ def test_the_climb_comes_after_the_rounds_and_before_the_head_to_head(landscape)
     assert res.rounds >= tat.MIN_ROUNDS
 
 
-def test_no_climb_without_its_share_of_the_budget(landscape, monkeypatch):
-    monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
+def test_no_climb_without_its_share_of_the_budget(landscape):
     pipe, est = blur.build(SIZES)
-    res = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=4, db=False, progress=False)
+    with pytest.raises(SolverError, match="climb_share must be a number in"):
+        ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, climb_share=1.0)
+    res = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=4, db=False,
+                      progress=False, climb_share=0.0)
     assert res.climbed == 0
     assert not any((r.note or "").startswith("climb") for r in res.records)
     assert "climbed" not in res.summary()
@@ -107,16 +110,17 @@ def test_an_untiled_dimension_has_a_tiled_neighbour():
     assert any(t[d] == 32 for t in tiles)        # 64 (or 48) wide: cut at 32
 
 
-def test_a_second_call_goes_on_from_the_stored_best(landscape, monkeypatch, tmp_path):
+def test_a_second_call_goes_on_from_the_stored_best(landscape, tmp_path):
     """Without the climb, a first call ends at the best of the solvers' answers and
     their neighbours; a second call with the same database gathers the stored best's
     neighbours too, and measures a faster one (nothing known is measured again)."""
-    monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
     pipe, est = blur.build(SIZES)
     path = tmp_path / "tune.sqlite"
-    first = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path, progress=False)
+    first = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path,
+                        progress=False, climb_share=0.0)
     best = min((r for r in first.records if r.ok), key=lambda r: r.measured_ms)
-    again = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path, progress=False)
+    again = ts.autotune(pipe, "xeon-e5-2620v3", estimates=est, budget_s=12, db=path,
+                        progress=False, climb_share=0.0)
     new = [r for r in again.records if not r.reused]
     assert any(r.source.startswith(f"tile({best.source}: ") for r in new)
     assert again.best_ms < first.best_ms

@@ -278,7 +278,7 @@ def test_transposed_reads_are_found():
 def test_a_root_transpose_costs_a_line_a_point():
     """A transpose at root sweeps a column of g per row of out: 1536 lines, 10 KB
     apart, more than the L1 holds, so each point brings a line back (measured 6.2
-    core-ns a point, against 0.7 in 64 x 64 tiles: benchmarks/strided_term.py).  In
+    core-ns a point, against 0.7 in 64 x 64 tiles: benchmarks/results/README.md).  In
     tiles, the term is the gathers' only; a sweep of 256 lines fits."""
     p = _transpose()
     m = CostModel(p)

@@ -121,7 +121,8 @@ def _lower(pipeline, schedule, target, check, buffer_mins=False):
         body = partition_loops(body)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
-    if plan.target == "cpu":
+    if plan.target == "cpu" and (schedule is None
+                                 or schedule.codegen.get("accumulator_tiles", True)):
         body = promote_accumulators(body)
     check_lanes(body)
     if plan.target == "cpu":

@@ -55,9 +55,11 @@ CODEGEN_OPTIONS = {
     "unroll_threshold": lambda v: (isinstance(v, int) and not isinstance(v, bool)
                                    and 1 <= v <= 10000),
     "fma": lambda v: isinstance(v, bool),
+    "accumulator_tiles": lambda v: isinstance(v, bool),
 }
 """The options :meth:`Schedule.set_codegen` takes, each with its check."""
-_CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool"}
+_CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool",
+                  "accumulator_tiles": "a bool"}
 
 
 class TupleHandle:
@@ -181,6 +183,9 @@ class Schedule:
           flag on the CPU, nvcc's ``--fmad=true`` on CUDA).  The result is rounded
           once instead of twice, so it differs from the reference (numpy) in the last
           bits; absent or False: IEEE float as numpy computes it, the default.
+        * ``accumulator_tiles``: False leaves out lowering's accumulator tiles
+          (``lower/accumulate.py``: a reduction's register tile kept in a local); absent
+          or True: the CPU lowering makes them.
 
         ``str(schedule)`` prints them; unknown names raise a ScheduleError."""
         for key, value in options.items():

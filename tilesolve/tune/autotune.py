@@ -239,7 +239,7 @@ def _spec(spec):
 # ---------------------------------------------------------------------------
 def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
              progress: bool = True, *, inputs: dict | None = None, k: int = 4,
-             seed: int = 0) -> TuneResult:
+             seed: int = 0, climb_share: float = CLIMB_SHARE) -> TuneResult:
     """Measure schedules from every solver (and their neighbours) within ``budget_s``
     seconds and return the fastest (a :class:`TuneResult`).
 
@@ -251,12 +251,18 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
     arrays and Param values to time with (default: random arrays of the estimated
     sizes, Params at their defaults).  ``k``: answers kept per solver and neighbour
     bases.  ``seed``: solvers', random inputs' and the timing rounds' shuffles' seed.
+    ``climb_share``: the most of the budget the climb may take (0: no climb, the rounds
+    use its share).
     """
     from ..solver.inline_refine import refine_inlining
     from ..solver.problem import Problem
     from .db import open_db, pipeline_json, tuning_key
     estimates = {} if estimates is None else estimates
     _check_arguments(pipeline, estimates, budget_s, progress, k, inputs)
+    if isinstance(climb_share, bool) or not (isinstance(climb_share, (int, float))
+                                             and 0 <= climb_share < 1):
+        raise SolverError(f"autotune: climb_share must be a number in [0, 1), got "
+                          f"{climb_share!r}")
     spec = _spec(spec)            # (detecting the host spec the first time is not budgeted)
     t0 = time.perf_counter()
     deadline = t0 + float(budget_s)
@@ -278,7 +284,7 @@ def autotune(pipeline, spec, estimates=None, budget_s: float = 60, db=None,
                                          log)
         result = _measure_all(cands, stored, bench, store, key, deadline, log, seed,
                               reserve_s=CONFIRM_SHARE * float(budget_s), gatherer=gatherer,
-                              climb_s=CLIMB_SHARE * float(budget_s))
+                              climb_s=climb_share * float(budget_s))
     finally:
         if store is not None:
             store.close()

@@ -38,7 +38,7 @@ __all__ = ["calibrate", "CalibrationResult", "main_calibrate", "check_writable"]
 
 # Why the fitted load_cost is not applied by default: on each machine it was tried, the
 # balance that explains the training pipelines best made the solvers' schedules of the
-# benchmark apps slower (``benchmarks/calibration_effect.py``, greedy, geomean over the
+# benchmark apps slower (``benchmarks/ab.py --set spec=SPEC.yaml``, greedy, geomean over the
 # apps whose schedule changed): an Intel Xeon, load_cost 15.4, 1.28x; an AMD EPYC, 4.28
 # (training at 384 x 384, in cache), 1.27x, max_filter 3.5x and nl_means 3.2x; the same
 # machine trained at 2560 x 2048, 19.3, 1.00x, but nl_means 1.45x and lens_blur 1.23x.

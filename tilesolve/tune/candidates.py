@@ -280,7 +280,7 @@ REBLOCK_ROWS = (8, 12, 16)
 UNROLL_VARIANT = 100
 """LLVM's unroll threshold of the ``unroll100`` variant (LLVM's own: 300): across the
 solvers' schedules of the 15 apps it ran from 0.87x to 1.07x of the default's time
-(``benchmarks/unroll_threshold.py``), so it is measured, not predicted."""
+(``benchmarks/ab.py --set unroll_threshold=100``), so it is measured, not predicted."""
 
 
 def _k_order_swapped(schedule):

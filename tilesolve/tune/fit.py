@@ -56,7 +56,7 @@ MIN_SAMPLES_FOR_LOAD_COST = 4
 # error).  Measured: on the 2-core development machine, calibrate's random pipelines
 # gave 0.46 -> 0.43 (7 %) for 15.4 against the default 40, and the schedules of the
 # 15 benchmark apps solved with 15.4 ran 1.28x slower (geomean over the 11 whose
-# schedule changed; nl_means 2.96x, max_filter 2.63x; benchmarks/calibration_effect.py):
+# schedule changed; nl_means 2.96x, max_filter 2.63x; benchmarks/ab.py --set spec=SPEC.yaml):
 # a flat fit is no evidence.
 MIN_FIT_GAIN = 0.10
 MIN_MEMORY_SHARE_SPREAD = 0.05   # below: every load_cost explains the data as well

@@ -81,7 +81,7 @@ UNROLL_THRESHOLD: int | None = None
 """LLVM's loop-unroll size threshold; None leaves LLVM's own (300 at O3) and LLVM's
 options untouched (llvmlite's LLVM is shared with anything else in the process, numba
 included).  A number is set with ``llvm.set_option`` before each optimization and
-becomes part of the compile cache key (``benchmarks/unroll_threshold.py`` varies it).
+becomes part of the compile cache key (``benchmarks/ab.py --set unroll_threshold=N`` varies it).
 A lower threshold keeps LLVM from fully unrolling 16-trip loops of vectors: that made
 blur's hand schedule on one thread 1.6x faster, but over the solvers' schedules of all
 15 apps it changed nothing on average (geomean 1.000 at 100, 0.89-1.07 per schedule):
