@@ -58,8 +58,8 @@ Func.realize = _func_realize
 
 def _schedule_loop_nest(self, sizes, *, input_sizes=None, params=None) -> str:
     """The loop nest with concrete bounds for output sizes ``sizes`` (like Halide's
-    ``print_loop_nest``; ``tilesolve.analysis.loopnest``)."""
-    from .analysis.loopnest import loop_nest
+    ``print_loop_nest``), read from the lowered program (``tilesolve.lower.loopnest``)."""
+    from .lower.loopnest import loop_nest
     return loop_nest(self, sizes, input_sizes=input_sizes, params=params)
 
 

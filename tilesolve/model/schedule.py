@@ -13,8 +13,8 @@ returns a Func's value.  Defaults: outputs are computed and stored at root,
 every other Func is inlined; loops are the definitions' own, all serial.
 
 ``print(s)`` shows the equivalent Python code; ``to_json``/``from_json``
-round-trip exactly; ``loop_nest(sizes)`` shows the loops with concrete bounds (it
-needs the interval engine: ``analysis/loopnest.py``, which the package root attaches).
+round-trip exactly; ``loop_nest(sizes)`` shows the loops of the lowered program with
+concrete bounds (``lower/loopnest.py``, which the package root attaches).
 """
 from __future__ import annotations
 
