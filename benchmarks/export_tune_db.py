@@ -1,4 +1,4 @@
-"""Export tuning databases' measurements to JSON (what rank_offline.py reads).
+"""Export tuning databases' measurements to JSON (what rank.py offline reads).
 
     python benchmarks/export_tune_db.py OUT.json DB.sqlite [DB.sqlite ...]
 
