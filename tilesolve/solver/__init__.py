@@ -13,7 +13,10 @@ Methods (all share ``Problem`` preprocessing, the inlining trials of
   worse than greedy, under ``time_limit``;
 * ``"auto"``: ILP (when OR-tools imports) and beam within ``time_limit``
   together (the ILP gets up to 60% of it), returning the answer with the
-  lower predicted cost; ``provenance.candidates`` records both.
+  lower predicted cost, or, when the two are within ``cost_params.auto_tie``,
+  the one whose cost holds up best when the model's measured constants are off
+  (``robust.py``; ``provenance.robust`` says so); ``provenance.candidates``
+  records both.
 
 The Schedule's ``provenance`` is a typed ``solver.provenance.Provenance``
 (method, predicted cost, solve time, any fallback taken, each group's cost
@@ -182,9 +185,12 @@ def solve_k_best(pipeline, hw_spec, estimates=None, k: int = 5, time_limit: floa
 
 def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
     """ILP (when OR-tools imports) and beam on one CostModel, within ``time_limit``
-    together; the cheaper answer in model cost wins (ties: ILP), both recorded."""
+    together; the cheaper answer in model cost wins, unless the two are within
+    ``cost_params.auto_tie``: then the one more robust to the model's errors
+    (``robust.robust_choice``); every answer recorded."""
     from .beam import solve_beam
     from .provenance import Candidate
+    from .robust import robust_choice
     runs = []
     if "ilp" in available_methods():
         from .ilp import solve_ilp
@@ -195,11 +201,12 @@ def _solve_auto(model, time_limit: float, seed: int, t0: float, **options):
     t = time.perf_counter()
     cols, prov = solve_beam(model, time_limit=left, seed=seed)
     runs.append(("beam", cols, prov, time.perf_counter() - t))
-    best = min(range(len(runs)), key=lambda i: (runs[i][2].predicted_cost, i))
-    cands = tuple(Candidate(m, p.predicted_cost, round(dt, 4), p.status, i == best)
+    best, worst, how = robust_choice(model, [(c, p.predicted_cost) for _, c, p, _ in runs])
+    cands = tuple(Candidate(m, p.predicted_cost, round(dt, 4), p.status, i == best,
+                            None if worst is None else round(worst[i], 4))
                   for i, (m, _, p, dt) in enumerate(runs))
     _, cols, prov, _ = runs[best]
-    return cols, prov.replace(method="auto", candidates=cands,
+    return cols, prov.replace(method="auto", candidates=cands, robust=how,
                               cost_evaluations=model.evaluations)
 
 

@@ -177,14 +177,18 @@ class Candidate:
     solve_time: float
     status: str | None = None
     chosen: bool = False
+    worst_ratio: float | None = None     # auto's tie: its largest cost over the best answer's
+    # among the perturbed models (solver/robust.py)
 
     def to_dict(self) -> dict:
         return _record_dict(self)
 
     def __str__(self) -> str:
         st = f" ({self.status})" if self.status else ""
+        worst = ("" if self.worst_ratio is None else
+                 f", at worst {self.worst_ratio:.3g}x the best under a perturbed model")
         return (f"{self.method}{st}: cost {self.predicted_cost:.6g} in {self.solve_time:.3g} s"
-                + (" [chosen]" if self.chosen else ""))
+                + worst + (" [chosen]" if self.chosen else ""))
 
     __repr__ = __str__
 
@@ -210,6 +214,7 @@ class Provenance(Mapping):
     ilp: IlpStats | None = None
     beam: BeamStats | None = None
     candidates: tuple = ()               # auto: every method run (Candidate)
+    robust: str | None = None            # auto: how a tie between its answers was broken
     solve_time: float | None = None      # wall seconds of solve_schedule
     spec: str | None = None
     groups: tuple = ()                   # of GroupRecord, in pipeline order

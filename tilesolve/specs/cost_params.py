@@ -75,6 +75,9 @@ class CostParams:
     inline_rounds: int = 3
     inline_trials: int = 6
     inline_max_recompute: float = 4.0    # evaluations a point a retried inlining may cost
+    # -- solver/robust.py --------------------------------------------------------------
+    auto_tie: float = 0.10               # auto's answers this close in cost are a tie
+    auto_spread: float = 2.0             # each uncertain parameter is scaled by this and 1/this
     # -- solver/tilings.py -------------------------------------------------------------
     tile_inner: tuple = (1, 2, 4, 8, 16, 32)   # inner tile sizes, times the tile multiple
     tile_outer: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256)
