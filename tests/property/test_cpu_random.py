@@ -151,12 +151,7 @@ def _check(data, gpu: bool):
         assume(False)
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
-    for name, g, w in zip(pipe.output_names, got, want):
-        msg = f"output {name}\n{case}\n{sched}\n{compiled.loop_ir()}"
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
-        else:
-            np.testing.assert_array_equal(g, w, err_msg=msg)
+    _assert_equal(pipe, got, want, f"{case}\n{sched}\n{compiled.loop_ir()}")
     if not gpu and data.draw(st.booleans(), label="into windows"):
         # out= windows of larger arrays (row strides beyond the width): the same
         # values, and nothing written around them
@@ -193,13 +188,18 @@ def _check_shifted(pipe, sched, sizes, inputs, mins):
         return
     want = want if isinstance(want, tuple) else (want,)
     got = got if isinstance(got, tuple) else (got,)
+    _assert_equal(pipe, got, want, f"over mins {mins}\n{sched}\n{shifted.loop_ir()}")
+    event("shifted outputs: equal")
+
+
+def _assert_equal(pipe, got, want, context):
+    """Each output equal to the reference's: exactly for integers, within 1e-6 for floats."""
     for name, g, w in zip(pipe.output_names, got, want):
-        msg = f"output {name} over mins {mins}\n{sched}\n{shifted.loop_ir()}"
+        msg = f"output {name} {context}"
         if g.dtype.kind == "f":
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=msg)
         else:
             np.testing.assert_array_equal(g, w, err_msg=msg)
-    event("shifted outputs: equal")
 
 
 @_SETTINGS

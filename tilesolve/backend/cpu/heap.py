@@ -57,7 +57,7 @@ from llvmlite import ir
 
 from ...heap_limit import DEFAULT_LIMIT_MB, default_limit, limit_from_env
 from ...memory import register_releaser
-from .target import LLVM_LOCK, host_target
+from .target import LLVM_LOCK, runtime_engine
 
 __all__ = ["RT_ALLOC", "RT_FREE", "SLOTS", "MIN_CACHED_BYTES", "DEFAULT_LIMIT_MB",
            "install", "release", "held_bytes", "set_limit", "limit_from_env", "default_limit",
@@ -256,14 +256,8 @@ def install() -> None:
     with _lock:
         if _engine is not None:
             return
-        target = host_target()
         with LLVM_LOCK:
-            mod = llvm.parse_assembly(str(_build_module()))
-            mod.triple = target.info.triple
-            mod.data_layout = target.info.data_layout
-            mod.verify()
-            engine = llvm.create_mcjit_compiler(mod, target.new_machine())
-            engine.finalize_object()
+            engine = runtime_engine(str(_build_module()))
             addr = engine.get_function_address
             llvm.add_symbol(RT_ALLOC, addr(RT_ALLOC))
             llvm.add_symbol(RT_FREE, addr(RT_FREE))

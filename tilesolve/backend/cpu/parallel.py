@@ -69,7 +69,7 @@ from typing import Callable, Mapping, Sequence
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from .target import LLVM_LOCK, host_target
+from .target import LLVM_LOCK, host_target, runtime_engine
 
 __all__ = ["RT_PARALLEL", "RT_THREAD_NUM", "RT_NUM_THREADS", "RT_IN_PARALLEL",
            "RuntimeInfo", "install_runtime", "runtime_info", "resolve_num_threads",
@@ -196,13 +196,8 @@ define i32 @ts_rt_serial_one() {
 
 def _bind_serial() -> None:
     global _serial_engine
-    target = host_target()
     with LLVM_LOCK:
-        mod = llvm.parse_assembly(_SERIAL_IR)
-        mod.triple = target.info.triple
-        mod.data_layout = target.info.data_layout
-        engine = llvm.create_mcjit_compiler(mod, target.new_machine())
-        engine.finalize_object()
+        engine = runtime_engine(_SERIAL_IR)
         addr = engine.get_function_address
         llvm.add_symbol(RT_PARALLEL, addr("ts_rt_serial_parallel"))
         llvm.add_symbol(RT_THREAD_NUM, addr("ts_rt_serial_zero"))

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import ctypes
 
-import llvmlite.binding as llvm
 from llvmlite import ir
+
+from .target import runtime_engine
 
 I8 = ir.IntType(8)
 I8P = I8.as_pointer()
@@ -237,12 +238,7 @@ def install(target, default_team: int = 1) -> dict:
     asks for 0 threads); ``{ts_rt name: address}``, or an empty dict when pthreads cannot
     be used here."""
     global _engine
-    mod = llvm.parse_assembly(str(_module()))
-    mod.triple = target.info.triple
-    mod.data_layout = target.info.data_layout
-    mod.verify()
-    engine = llvm.create_mcjit_compiler(mod, target.new_machine())
-    engine.finalize_object()
+    engine = runtime_engine(str(_module()), target)
     addr = engine.get_function_address
     init = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(addr("ts_pool_init"))
     if init(max(1, int(default_team))) != 0:

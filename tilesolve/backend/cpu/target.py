@@ -130,3 +130,18 @@ def host_target() -> Target:
             if _host is None:
                 _host = make_target()
     return _host
+
+
+def runtime_engine(ir_text: str, target: Target | None = None):
+    """An MCJIT engine holding a runtime module written in LLVM IR (the parallel runtime,
+    the thread pool, the heap cache), verified and finalized for ``target`` (the host's
+    by default).  The caller keeps the engine alive as long as its code is used, and
+    holds ``LLVM_LOCK``."""
+    target = target or host_target()
+    mod = llvm.parse_assembly(ir_text)
+    mod.triple = target.info.triple
+    mod.data_layout = target.info.data_layout
+    mod.verify()
+    engine = llvm.create_mcjit_compiler(mod, target.new_machine())
+    engine.finalize_object()
+    return engine
