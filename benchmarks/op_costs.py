@@ -1,8 +1,6 @@
 """What each operation costs on this machine, against the op table's relative costs.
 
     python benchmarks/op_costs.py [--steps 9] [--runs 300] [--json FILE]
-    python benchmarks/op_costs.py solvers [--apps blur,unsharp] [--methods greedy,ilp]
-                                          [--rounds 7]
 
 The cost model prices a point's arithmetic in units of one vectorized ``+`` or ``*``
 (``model/ops.py``, ``analysis/costs.py``).  This measures each op's throughput in those
@@ -14,12 +12,9 @@ steps are alike (nothing is folded or shared).  Integer ops run on int32 inputs.
 Fastest of ``runs`` realizations each; every build is checked against the reference
 evaluator on a small size first.
 
-``solvers``: each app's schedules solved with the op table as shipped and with the
-measured float costs of ``MEASURED`` in its place, and where they differ, both timed
-in one process (``solver_rules.measure``; "measured" is the table swapped in, "table"
-the shipped one).  (greedy and ILP, the 15 apps: interpolate 1.97x and 2.06x
-slower with the measured costs, unsharp 1.20x and 1.22x, lens_blur 1.08x and 1.23x,
-local_laplacian 1.01x and 1.02x, no app faster: the table was kept.)
+Priced at the measured costs, the solvers' schedules ran slower (interpolate 1.97x and
+2.06x, unsharp 1.20-1.22x, lens_blur 1.08-1.23x; no app faster): the table was kept
+(``analysis/costs.py``).
 
 This is not a test; nothing is asserted beyond the reference checks.
 """
@@ -36,11 +31,6 @@ import tilesolve as ts
 from tilesolve.model.ops import OPS
 
 W, H = 512, 64
-
-# float costs measured on the development machine, in units of a vector ``*``
-MEASURED = {"div": 8, "mod": 14, "min": 3, "max": 3, "sqrt": 20, "exp": 45, "log": 42,
-            "pow": 650, "sin": 420, "cos": 420, "tan": 420, "atan2": 1200}
-
 
 def _float_ops():
     return {
@@ -149,44 +139,7 @@ def measure(steps: int, runs: int) -> list:
     return rows
 
 
-def _measured_node_cost(shipped):
-    from tilesolve.model import expr as E
-
-    def node_cost(n):
-        name = n.op if isinstance(n, E.BinOp) else n.name if isinstance(n, E.Intrinsic) \
-            else None
-        typ = n.a.type if isinstance(n, E.BinOp) else getattr(n, "type", None)
-        if name in MEASURED and typ is not None and typ.is_float():
-            if name == "div" and shipped(n) == 1:     # by a power of two: a multiply
-                return 1
-            return MEASURED[name]
-        return shipped(n)
-    return node_cost
-
-
-def solvers(apps, methods, rounds: int) -> None:
-    import solver_rules
-    solver_rules.RULES["measured-op-costs"] = [
-        ("tilesolve.analysis.costs", "node_cost", _measured_node_cost)]
-    for name in apps:
-        for method in methods:
-            line = solver_rules.measure("measured-op-costs", name, method, rounds)
-            print(line.replace("earlier", "measured").replace("shipped", "table")
-                  .replace("ratio", "ratio table/measured"), flush=True)
-
-
 def main(argv=None) -> int:
-    import sys
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["solvers"]:
-        from tilesolve.apps import APPS
-        ap = argparse.ArgumentParser(description="the solvers with the measured costs")
-        ap.add_argument("--apps", default=",".join(APPS))
-        ap.add_argument("--methods", default="greedy,ilp")
-        ap.add_argument("--rounds", type=int, default=7)
-        a = ap.parse_args(argv[1:])
-        solvers(a.apps.split(","), a.methods.split(","), a.rounds)
-        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=9)
     ap.add_argument("--runs", type=int, default=300)

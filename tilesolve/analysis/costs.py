@@ -20,8 +20,7 @@ independent ops on one core over an image in L2, vectorized by 16), float
 a constant that is not a power of two 5-8 (by a power of two: nothing beyond the
 multiply it becomes), ``%`` 10-14, ``sqrt`` 20, ``exp`` 44-47 and ``log`` 42 (our vector
 polynomials), and ``pow`` about 650, ``sin`` 420 and ``atan2`` 1200 (one C
-library call a lane).  Priced so (``python benchmarks/op_costs.py
-solvers``), the solvers fused interpolate's
+library call a lane).  Priced so, the solvers fused interpolate's
 whole upsampling chain into 32 x 16 tiles, and it ran 1.97x (greedy) and 2.06x
 (ILP) slower; unsharp ran 1.20-1.22x slower, lens_blur 1.08-1.23x; no app ran
 faster.  The model adds arithmetic to memory traffic, while the machine
