@@ -144,3 +144,23 @@ def test_the_plain_emulation_has_no_report_and_levels_are_checked():
                     count_sectors=True)
     with pytest.raises(TilesolveError, match="level 'dram'"):
         rep.ratio("dram")
+
+
+@needs_cxx
+def test_buffer_names_that_prefix_one_another():
+    """Parameters ``f`` and ``f_up``: each is wrapped as itself (a textual replacement of
+    the shorter one must not reach into the longer)."""
+    inp = ts.ImageParam(ts.float32, 2, "inp")
+    f, f_up, out = ts.Func("f"), ts.Func("f_up"), ts.Func("out")
+    f[x, y] = inp[x, y] + 1
+    f_up[x, y] = inp[x, y] * 2
+    out[x, y] = f[x, y] + f_up[x, y]
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe, target="cuda")
+    for g in (f, f_up, out):
+        s[g].compute_root().gpu_tile(x, y, "xo", "yo", "xi", "yi", 32, 1)
+    arr = rng.random((4, 64), dtype=np.float32)
+    got, rep = EM.run(pipe, s, [64, 4], {"inp": arr}, count_sectors=True)
+    np.testing.assert_allclose(got, (arr + 1) + arr * 2, rtol=1e-6)
+    last = {b.buffer: b for b in rep.launches[-1].buffers}
+    assert last["f"].loads.sectors == last["f_up"].loads.sectors == 64 * 4 * 4 // 32

@@ -77,7 +77,7 @@ struct Fibers {                                // owns the fibers and their stac
 #include <unordered_map>
 #include <unordered_set>
 namespace cudasim {
-enum { SECTOR_BYTES = 32, MAX_BUFFERS = 64, FIELDS = 5 };
+enum { SECTOR_BYTES = 32, MAX_BUFFERS = 256, FIELDS = 5 };
 enum { F_REQUESTS, F_SECTORS, F_BLOCK_SECTORS, F_LAUNCH_SECTORS, F_BYTES };
 struct InstrKey {
     uint64_t site; uint32_t warp, occurrence;

@@ -33,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -50,7 +51,7 @@ from .runtime import check_inputs
 
 SHIM = Path(__file__).with_name("cuda_cpu_shim.h")
 GUARD = 64                      # guard elements on each side of every buffer
-MAX_COUNTED_PARAMS = 64         # the shim's sector counter's buffers per kernel (MAX_BUFFERS)
+MAX_COUNTED_PARAMS = 256        # the shim's sector counter's buffers per kernel (MAX_BUFFERS)
 CXX_FLAGS = ("-std=c++17", "-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-fast-math",
              "-fno-strict-aliasing", "-w")
 
@@ -86,8 +87,10 @@ def emulation_source(program: CudaProgram, count_sectors: bool = False) -> str:
             if p.kind == "buffer" and count_sectors:
                 g = f"cudasim::Global<{'const ' if p.read_only else ''}{t}>"
                 args.append(f"{g}{{*({t}**)args[{i}], {i}u}}")
+            elif p.kind == "buffer":
+                args.append(f"*({t}**)args[{i}]")
             else:
-                args.append(f"*({t}**)args[{i}]" if p.kind == "buffer" else f"*(const {t}*)args[{i}]")
+                args.append(f"*(const {t}*)args[{i}]")
         parts.append(
             f'extern "C" int ts_launch_{k.name}(const unsigned* d, void** args) {{\n'
             f"  return cudasim::launch(dim3(d[0], d[1], d[2]), dim3(d[3], d[4], d[5]),\n"
@@ -112,11 +115,12 @@ def _counting_signatures(program: CudaProgram) -> str:
             raise EmulationError(f"kernel {k.name}: {len(k.params)} parameters; the sector "
                                  f"counter records at most {MAX_COUNTED_PARAMS}")
         for p in buffers:
-            decl = param_decl(p)
-            if decl not in sig:
-                raise EmulationError(f"kernel {k.name}: parameter {decl!r} not in its signature")
-            sig = sig.replace(decl, f"cudasim::Global<{'const ' if p.read_only else ''}"
-                                    f"{ctype(p.type)}> {p.cname}")
+            decl = re.compile(re.escape(param_decl(p)) + r"(?![A-Za-z0-9_])")
+            if not decl.search(sig):
+                raise EmulationError(f"kernel {k.name}: parameter {param_decl(p)!r} not in its "
+                                     "signature")
+            sig = decl.sub(f"cudasim::Global<{'const ' if p.read_only else ''}"
+                           f"{ctype(p.type)}> {p.cname}", sig, count=1)
         source = source[:start] + sig + source[end:]
     return source
 
