@@ -283,7 +283,8 @@ def test_the_prepared_path_on_the_cpu_shim_equals_the_emulation(name, which):
         for g, w in zip(got_t, want_t):
             np.testing.assert_array_equal(g, w)
     plan = fast.last_plan
-    if name in ("local_laplacian", "nl_means", "stencil_chain", "unsharp"):
+    # (nl_means' solver schedule keeps its three intermediates alive together: no sharing)
+    if name in ("local_laplacian", "stencil_chain", "unsharp"):
         io = sum(b.nbytes for b in plan.buffers if b.role != "intermediate")
         assert plan.arena_bytes < io + plan.allocated_bytes
 

@@ -1,20 +1,90 @@
-"""GPU terms of the cost model (Sioutas 2020, Listing 1).
+"""GPU terms of the cost model: predicted kernel time in microseconds.
 
-``gpu_costs(model, group, facts, tilings, n_tiles)`` prices every tiling of a
-group's menu from the menu facts (``analysis.footprint.MenuFacts``); units
-are cycles per active thread plus the launch overhead.
+``gpu_costs(model, group, facts, tilings, n_tiles, ...)`` prices every tiling of a
+group's menu (one kernel: a block per output tile, the producers in shared memory) as
+
+    time = max(issue, load/store unit, L2, DRAM, latency) + launches x launch overhead
+
+each bound for the busiest SM, so a grid that does not fill its last wave pays for it:
+
+* **issue**: warp instructions (each member's active warps x points per thread x the
+  instructions of a point: its arithmetic, two per load and store, a fixed overhead)
+  over the SM's warp schedulers;
+* **load/store unit**: the 32-byte sectors of each global access per warp
+  (``gpu_sectors.site_sectors``: coalescing, strides, misalignment, clamps,
+  gathers) and one wavefront per shared-memory access, at ``l1_bytes_per_cycle``;
+* **L2**: the sectors each block reads (its input boxes, halo and row misalignment
+  included) and writes, over the whole grid, at ``l2_bandwidth_gbs``;
+* **DRAM**: every input region once (or the blocks' boxes, if smaller) and the output
+  once, at ``memory_bandwidth_gbs``;
+* **latency**: each block waits a DRAM round trip per phase of loads (a member that
+  loads from global memory, every few iterations of an update loop that does), plus a
+  barrier per producer and a fixed cost per block; the SM holds ``blocks_per_sm`` blocks
+  at once (occupancy), so its waves of blocks run one after another: what too few bytes
+  in flight costs.
+
+The kernel's time goes to the term of the bound that decides it (``arith``: issue,
+``loads``/``stores``: a memory bound, split by direction, ``parallel``: latency) and
+the launches to ``overhead``.  A producer whose per-block region depends on run-time
+values cannot live in a constant-size shared buffer: the schedule computes it at root
+in a kernel of its own (``schedule_gen``), and so is it priced here.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..analysis.footprint import box_extents
-from .space import Cost, GpuCost
+from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
+                          store_site)
+from .space import Cost, GpuCost, Group, Tiling
 
 # Registers per thread assumed before code exists (Sioutas 2020 estimate floor).
 DEFAULT_REGISTERS_PER_THREAD = 32
+
+
+# Defaults of the spec's optional GPU timing fields (specs/SCHEMA.md): NVIDIA GPUs since Volta.
+DEFAULTS = {"warp_schedulers_per_sm": 4, "l1_bytes_per_cycle": 128.0,
+            "dram_latency_cycles": 600.0, "block_overhead_cycles": 300.0,
+            "barrier_cycles": 40.0}
+L2_OVER_DRAM = 2.0              # l2_bandwidth_gbs left out: this many times the DRAM's
+
+
+@dataclass(frozen=True)
+class GpuMachine:
+    """The hardware numbers the model reads from a GPU spec (its optional fields left out:
+    ``DEFAULTS``)."""
+
+    sms: int
+    clock_hz: float
+    dram_bytes_per_s: float
+    l2_bytes_per_s: float
+    issue_per_cycle: float          # warp instructions an SM issues a cycle (schedulers)
+    l1_bytes_per_cycle: float       # bytes an SM's L1 / shared memory delivers a cycle
+    dram_latency_cycles: float      # a load's round trip to DRAM
+    block_cycles: float             # starting and retiring a block
+    barrier_cycles: float           # a __syncthreads() and the pipeline drain around it
+    launch_s: float                 # one kernel launch
+
+    @staticmethod
+    def of(spec) -> "GpuMachine":
+        def field(name):
+            v = getattr(spec, name)
+            return DEFAULTS[name] if v is None else v
+        l2 = spec.l2_bandwidth_gbs or L2_OVER_DRAM * spec.memory_bandwidth_gbs
+        return GpuMachine(spec.sm_count, spec.clock_ghz * 1e9, spec.memory_bandwidth_gbs * 1e9,
+                          l2 * 1e9, field("warp_schedulers_per_sm"), field("l1_bytes_per_cycle"),
+                          field("dram_latency_cycles"), field("block_overhead_cycles"),
+                          field("barrier_cycles"), (spec.launch_overhead_us or 0.0) * 1e-6)
+
+
+# Instructions of a point beyond its arithmetic: index and guard arithmetic, the store.
+POINT_INSTRUCTIONS = 6.0
+LOAD_INSTRUCTIONS = 2.0         # a load and its address arithmetic
+LOOP_INSTRUCTIONS = 3.0         # an update loop's step: counter, compare, branch
+UPDATE_UNROLL = 4               # loads of consecutive update steps in flight together
 
 
 def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
@@ -46,7 +116,8 @@ def registers_estimate(spec, threads: int) -> int:
 
 def coalescing_factor(sizes) -> float:
     """Consecutive words a warp loads in one transaction from outside inputs
-    (Listing 1, lines 3-4), capped at 32 (a 128-byte transaction of words)."""
+    (Sioutas 2020, Listing 1, lines 3-4), capped at 32: the figure the sector count
+    (``gpu_sectors``) replaces; kept for reports that quote it."""
     if not sizes or sizes[0] is None:
         return 1.0
     return float(max(1, min(sizes[0], 32)))
@@ -65,41 +136,212 @@ def max_blocks(region, sizes, warp: int) -> int:
 
 
 def gpu_balance(spec) -> float:
-    """Cost of one word of global memory in arithmetic operations: the
-    machine balance (peak lane-ops per second over words per second)."""
-    ops_per_s = spec.sm_count * 128 * spec.clock_ghz * 1e9
-    words_per_s = spec.memory_bandwidth_gbs * 1e9 / 4
-    return ops_per_s / words_per_s
+    """Cost of one word of global memory in arithmetic operations: the machine
+    balance (peak lane-ops per second over words per second)."""
+    m = GpuMachine.of(spec)
+    ops_per_s = m.sms * m.issue_per_cycle * spec.warp_size * m.clock_hz
+    return ops_per_s / (m.dram_bytes_per_s / 4)
 
 
-def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt, in_words_pt) -> list:
-    """Cost of each tiling (a list of Cost), from the group's menu facts ``gf``."""
+def _extent(ext, d, i: int) -> int:
+    """Extent ``d`` (None: 1) of a box's ``box_extents`` at tiling ``i``."""
+    return int(ext[d][i]) if d is not None and d < len(ext) else 1
+
+
+@dataclass
+class KernelCounts:
+    """One kernel's counts (per block unless said) and its grid: what ``launch_bounds``
+    turns into time."""
+
+    blocks: int = 1
+    blocks_per_sm: int = 1
+    instructions: float = 0.0       # warp instructions
+    lsu_cycles: float = 0.0         # load/store unit cycles (sectors / 4, shared wavefronts)
+    load_lsu: float = 0.0           # of which global loads
+    rounds: float = 0.0             # DRAM round trips a block waits for, one after another
+    barriers: int = 0
+    l2_load_sectors: float = 0.0    # distinct sectors a block reads from L2
+    l2_store_sectors: float = 0.0   # and writes
+    dram_load_sectors: float = 0.0  # the whole grid's, from DRAM
+    dram_store_sectors: float = 0.0
+
+
+def _whole_sectors(p, name) -> float:
+    """Sectors of ``name``'s whole region (contiguous rows: its bytes / 32, rounded up)."""
+    return float(-(-p.region_points(name) * p.bytes_per_point(name) // SECTOR_BYTES))
+
+
+def _sites(p, group, m):
+    """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n}."""
+    glob, shared = {}, {}
+    for s in member_sites(p, m):
+        outside = s.callee not in group.members or (s.callee == group.output and s.stage)
+        if outside and s.callee in p.regions:
+            glob.setdefault(s.stage, []).append(s)
+        else:
+            shared[s.stage] = shared.get(s.stage, 0) + 1
+    return glob, shared
+
+
+def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
+                 n: int) -> KernelCounts:
+    """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
+    memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
+    thread block's extents in them, ``per_block`` each member's share of a tile that a
+    block computes, ``n`` blocks."""
+    p = model.problem
+    bx, by = block
+    inner, outer = dims
+    k = KernelCounts(blocks=n)
+    out_box = gf.member_regions[group.output]
+    lo_o = [out_box[0][d][i] for d in range(len(out_box[0]))]
+    for m in sorted(gf.member_points):
+        box = gf.member_regions[m]
+        ext = box_extents(box)
+        mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
+        lanes_pts = max(1, mx * my)
+        warps = float(active_warps(bx, by, mx, my))
+        steps = max(1.0, float(gf.member_points[m][i]) * per_block[m] / lanes_pts)
+        x0 = warps * steps                          # warp executions of the pure stage
+        nd = len(box[0])
+        off = tuple(int(box[0][d][i] - lo_o[d]) if d is not None and d < nd else 0
+                    for d in dims)
+        mdims = tuple(d if d is not None and d < nd else None for d in dims)
+        (ops, loads), updates = p.stage_info[m]
+        glob, shared = _sites(p, group, m)
+        sec0 = sum(site_sectors(p, m, s, mdims, bx, mx, my, off) for s in glob.get(0, ()))
+        k.instructions += x0 * (ops + LOAD_INSTRUCTIONS * loads + POINT_INSTRUCTIONS)
+        k.load_lsu += x0 * sec0 / 4.0
+        k.lsu_cycles += x0 * shared.get(0, 0)
+        k.rounds += 1 if sec0 else 0
+        if m == group.output:
+            k.lsu_cycles += x0 * site_sectors(p, m, store_site(p, m), mdims, bx, mx, my, off) / 4.0
+            continue                                # its updates: kernels of their own
+        k.lsu_cycles += x0                          # its store to shared memory
+        k.barriers += 1
+        for j, u in enumerate(updates, start=1):
+            pure_pts = math.prod(_extent(ext, d, i) for d in u.pure_dims)
+            parallel = inner in u.pure_dims
+            per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
+            xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
+            secu = sum(site_sectors(p, m, s, mdims, bx, mx, my, off) for s in glob.get(j, ()))
+            k.instructions += xu * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
+                                    + LOOP_INSTRUCTIONS)
+            k.load_lsu += xu * secu / 4.0
+            k.lsu_cycles += xu * (shared.get(j, 0) + 1)
+            k.rounds += math.ceil(per_thread * per_block[m] / UPDATE_UNROLL) if secu else 0
+            k.barriers += 1
+    k.lsu_cycles += k.load_lsu
+    for c, box in gf.input_regions.items():
+        sec = float(box_sectors(p, c, [e[i] for e in box_extents(box)])) * per_block.get(c, 1.0)
+        k.l2_load_sectors += sec
+        k.dram_load_sectors += min(_whole_sectors(p, c) if c in p.regions else n * sec, n * sec)
+    ext = [e[i] for e in box_extents(out_box)]
+    k.l2_store_sectors = float(box_sectors(p, group.output, ext)) * per_block[group.output]
+    k.dram_store_sectors = _whole_sectors(p, group.output)
+    return k
+
+
+def _update_launches(model, group, dims) -> list:
+    """The kernels of the group output's update stages: each at root over its pure
+    dimensions among the tiled ones (``dims``), in blocks of 16 x 8 threads over two of
+    them or a warp over one (``schedule_gen._gpu_updates``), its other pure dimensions
+    on blocks, its RDom a loop in each thread."""
+    p, spec = model.problem, model.spec
+    o = group.output
+    region = p.regions[o]
+    exts = [hi - lo + 1 for lo, hi in region]
+    glob, _ = _sites(p, group, o)
+    out = []
+    for j, u in enumerate(p.stage_info[o][1], start=1):
+        mine = [d for d in dims if d is not None and d in u.pure_dims]
+        if len(mine) >= 2:
+            tile = {mine[0]: 16, mine[1]: 8}
+        elif mine:
+            tile = {mine[0]: spec.warp_size}
+        else:
+            tile = {}
+        threads = math.prod(tile.values()) if tile else 1
+        blocks = 1
+        for d in u.pure_dims:
+            blocks *= math.ceil(exts[d] / tile.get(d, 1))
+        inner = mine[0] if mine else None
+        outer = mine[1] if len(mine) > 1 else None
+        bx = tile.get(inner, 1)
+        by = tile.get(outer, 1)
+        sec = sum(site_sectors(p, o, s, (inner, outer), bx, bx, by, (0, 0))
+                  for s in glob.get(j, ()))
+        warps = math.ceil(threads / spec.warp_size)
+        x = warps * u.rdom_points
+        k = KernelCounts(blocks=blocks)
+        k.instructions = x * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
+                              + LOOP_INSTRUCTIONS)
+        k.load_lsu = x * sec / 4.0
+        k.lsu_cycles = k.load_lsu + x * site_sectors(p, o, store_site(p, o), (inner, outer),
+                                                     bx, bx, by, (0, 0)) / 4.0
+        k.rounds = math.ceil(u.rdom_points / UPDATE_UNROLL) if sec else 0
+        whole_in = sum(_whole_sectors(p, s.callee) for s in
+                       {s.callee: s for s in glob.get(j, ()) if s.callee != o}.values())
+        k.dram_load_sectors = whole_in + _whole_sectors(p, o)
+        k.dram_store_sectors = _whole_sectors(p, o)
+        k.l2_load_sectors = k.dram_load_sectors / blocks
+        k.l2_store_sectors = k.dram_store_sectors / blocks
+        regs = registers_estimate(spec, threads)
+        k.blocks_per_sm = max(1, occupancy(spec, threads, 0, regs)[1])
+        out.append(k)
+    return out
+
+
+def _per_block(p, gf, group, extra_dims, i) -> dict:
+    """Each member's (and input's) share of a tile that one block computes: the output's
+    dimensions past the tiled ones go on blocks, one point of each per block."""
+    out = {}
+    boxes = {**gf.member_regions, **gf.input_regions}
+    for name, box in boxes.items():
+        share = 1.0
+        ext = box_extents(box)
+        for d in extra_dims:
+            if d < len(ext):
+                share /= max(1.0, float(ext[d][i]))
+        out[name] = share
+    return out
+
+
+def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=None) -> list:
+    """Cost of each tiling (a list of Cost), from the group's menu facts ``gf``
+    (``arith_pt`` and ``in_words_pt``, the CPU model's per-tile figures, are not used:
+    the kernel's counts come from each member's accesses)."""
     p, spec = model.problem, model.spec
     region = p.regions[group.output]
+    mach = GpuMachine.of(spec)
+    at_root = _root_producers(model, group, tilings)
+    if at_root:
+        return _with_root_producers(model, group, gf, tilings, n_tiles, at_root)
     bpp = p.bytes_per_point
     shared_v = sum(gf.member_points[m] * bpp(m) for m in gf.member_points if m != group.output)
     if not isinstance(shared_v, np.ndarray):
         shared_v = np.zeros(len(tilings))
     ext = {m: box_extents(box) for m, box in gf.member_regions.items()}
-    bal = gpu_balance(spec)
-    out_words = p.region_points(group.output) * bpp(group.output) / 4.0
-    launch = (spec.launch_overhead_us or 0.0) * 1e-6 * spec.clock_ghz * 1e9
     out = []
     for i, t in enumerate(tilings):
         sizes = t.sizes
         if t.is_untiled():
             out.append(Cost(math.inf, feasible=False, reason="a GPU kernel needs a tiling (thread block)"))
             continue
-        n = int(n_tiles[i])
-        block = tuple(int(max(e[d][i] for e in ext.values() if len(e) > d))
-                      for d, s in enumerate(sizes) if s is not None)
+        tiled = [d for d, s in enumerate(sizes) if s is not None]
+        extra_dims = [d for d in range(max(tiled) + 1, len(sizes)) if region[d][1] > region[d][0]]
+        extra = math.prod(region[d][1] - region[d][0] + 1 for d in extra_dims)
+        n = int(n_tiles[i]) * extra
+        # the block: the tile, grown to the largest member's extent (a halo)
+        block = tuple(max(int(sizes[d]), int(max(e[d][i] for e in ext.values() if len(e) > d)))
+                      for d in tiled)
         threads = math.prod(block) if block else 1
         out_threads = math.prod(s for s in sizes if s is not None)
-        shared = int(shared_v[i])
+        per_block = _per_block(p, gf, group, extra_dims, i)
+        shared = int(shared_v[i] * per_block[group.output])
         regs = registers_estimate(spec, threads)
         occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
         active_sms = min(spec.sm_count, n)
-        active_threads = max(1, min(n, blocks_per_sm * spec.sm_count) * threads)
         gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n)
         why = ""
         if threads > spec.max_threads_per_block:
@@ -113,14 +355,112 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt, in_words_pt) -> list
             why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
         elif active_sms < min(spec.sm_count, max_blocks(region, sizes, spec.warp_size)):
             why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
-        ok = not why
-        arith = n * float(arith_pt[i])
-        loads = bal * n * float(in_words_pt[i]) / coalescing_factor(sizes)
-        stores = bal * out_words
-        scale = max(occ, 1e-9) * active_threads
-        total = (arith + loads + stores) / scale + launch if ok else math.inf
-        done = sum(float(gf.member_points[m][i]) for m in gf.member_points) * n
+        dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
+        shape = (block[0], block[1] if len(block) > 1 else 1)
+        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n)
+        main.blocks_per_sm = max(blocks_per_sm, 1)
+        terms = _terms(mach, [main] + _update_launches(model, group, dims))
+        total = sum(terms.values()) if not why else math.inf
+        done = sum(float(gf.member_points[m][i]) for m in gf.member_points) * n_tiles[i]
         need = sum(p.region_points(m) for m in gf.member_points)
-        out.append(Cost(total, arith / scale, loads / scale, stores / scale, launch, ok, why, n,
-                        shared, done / need if need else 1.0, gpu))
+        out.append(Cost(total, terms["arith"], terms["loads"], terms["stores"],
+                        terms["overhead"], not why, why, n, shared,
+                        float(done) / need if need else 1.0, gpu, parallel=terms["parallel"]))
+    return out
+
+
+def launch_bounds(mach: GpuMachine, k: KernelCounts) -> dict:
+    """A kernel's time bounds in seconds: issue, lsu, l2, dram, latency (see the module
+    docstring), each for the busiest SM where it is an SM's."""
+    on_sm = math.ceil(k.blocks / mach.sms)
+    waves = math.ceil(on_sm / max(k.blocks_per_sm, 1))
+    hz = mach.clock_hz
+    dram = (k.dram_load_sectors + k.dram_store_sectors) * SECTOR_BYTES / mach.dram_bytes_per_s
+    return {
+        "issue": on_sm * k.instructions / (mach.issue_per_cycle * hz),
+        "lsu": on_sm * k.lsu_cycles * (128.0 / mach.l1_bytes_per_cycle) / hz,
+        "l2": k.blocks * (k.l2_load_sectors + k.l2_store_sectors) * SECTOR_BYTES
+        / mach.l2_bytes_per_s,
+        "dram": dram,
+        "latency": waves * (k.rounds * mach.dram_latency_cycles + k.barriers * mach.barrier_cycles
+                            + mach.block_cycles) / hz,
+    }
+
+
+def _terms(mach: GpuMachine, launches: list) -> dict:
+    """The launches' times (each the largest of its bounds) as Cost terms, microseconds."""
+    us = 1e6
+    terms = {"arith": 0.0, "loads": 0.0, "stores": 0.0, "parallel": 0.0,
+             "overhead": len(launches) * mach.launch_s * us}
+    for k in launches:
+        b = launch_bounds(mach, k)
+        which = max(b, key=b.get)
+        t = b[which] * us
+        if which == "issue":
+            terms["arith"] += t
+        elif which == "latency":
+            terms["parallel"] += t
+        else:
+            if which == "dram":
+                ld, st = k.dram_load_sectors, k.dram_store_sectors
+            elif which == "l2":
+                ld, st = k.l2_load_sectors, k.l2_store_sectors
+            else:
+                ld, st = k.load_lsu, k.lsu_cycles - k.load_lsu
+            share = ld / max(ld + st, 1e-30)
+            terms["loads"] += t * share
+            terms["stores"] += t * (1.0 - share)
+    return terms
+
+
+def _root_producers(model, group, tilings) -> set:
+    """Producers of ``group`` the schedule computes at root in kernels of their own
+    (``schedule_gen._runtime_sized``, asked once per group for its first tiling)."""
+    producers = group.producers()
+    if not producers:
+        return set()
+    cache = model.__dict__.setdefault("_gpu_root_producers", {})
+    hit = cache.get(group)
+    if hit is None:
+        from .schedule_gen import _runtime_sized
+        p = model.problem
+        region = p.regions[group.output]
+        t = next((t for t in tilings if not t.is_untiled()), None)
+        if t is None:
+            hit = set()
+        else:
+            tiled = [d for d, s in enumerate(t.sizes) if s is not None][:2]
+            block = [t.sizes[d] if d in tiled else (1 if d > max(tiled) else None)
+                     for d in range(len(region))]
+            hit = set(_runtime_sized(p, group, block))
+        cache[group] = hit
+    return hit
+
+
+def _with_root_producers(model, group, gf, tilings, n_tiles, at_root) -> list:
+    """Costs of ``group`` whose producers ``at_root`` run at root: the rest of the group
+    as one kernel (reading them from global memory), plus each of them alone in blocks
+    of ``schedule_gen.ROOT_BLOCK_ROWS`` warps."""
+    from .schedule_gen import ROOT_BLOCK_ROWS
+    p, spec = model.problem, model.spec
+    rest = model.costs(Group(group.output, frozenset(group.members - at_root)))
+    extra = {"arith": 0.0, "loads": 0.0, "stores": 0.0, "parallel": 0.0, "overhead": 0.0}
+    for r in sorted(at_root):
+        region = p.regions[r]
+        wide = [d for d, (lo, hi) in enumerate(region) if hi > lo][:2] or [0]
+        sizes = [None] * len(region)
+        sizes[wide[0]] = spec.warp_size
+        if len(wide) > 1:
+            sizes[wide[1]] = ROOT_BLOCK_ROWS
+        c = model.cost(Group.singleton(r), Tiling(tuple(sizes)))
+        for name in extra:
+            extra[name] += getattr(c, name)
+    add = sum(extra.values())
+    out = []
+    for i in range(len(tilings)):
+        c = rest.cost(i)
+        out.append(Cost(c.total + add, c.arith + extra["arith"], c.loads + extra["loads"],
+                        c.stores + extra["stores"], c.overhead + extra["overhead"], c.feasible,
+                        c.reason, c.n_tiles, c.footprint_bytes, c.recompute, c.gpu,
+                        parallel=c.parallel + extra["parallel"]))
     return out

@@ -72,6 +72,13 @@ class HardwareSpec:
     l2_bytes: Optional[int] = None
     occupancy_threshold: Optional[float] = None
     launch_overhead_us: Optional[float] = None
+    # the GPU cost model's hardware numbers (optional: None is solver.cost_gpu's default)
+    warp_schedulers_per_sm: Optional[int] = None
+    l1_bytes_per_cycle: Optional[float] = None
+    l2_bandwidth_gbs: Optional[float] = None
+    dram_latency_cycles: Optional[float] = None
+    block_overhead_cycles: Optional[float] = None
+    barrier_cycles: Optional[float] = None
     # --- provenance (not compared) -----------------------------------------
     source: Optional[str] = field(default=None, compare=False, repr=False)
 

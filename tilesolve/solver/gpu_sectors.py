@@ -1,0 +1,201 @@
+"""How a GPU warp's accesses to global memory fall into 32-byte sectors, for the cost model.
+
+On the GPU a warp is 32 consecutive threads of a block, ``threadIdx.x`` fastest; the
+threads of a block compute the points of each group member in the block's tiled
+dimensions (thread ``(tx, ty)`` the member's point ``(x0 + tx, y0 + ty)``, the threads
+past the member's extent idle).  One access site executed by a warp is one memory
+instruction; the memory system moves every 32-byte sector that one of its lanes
+touches.  ``site_sectors`` counts them the way the CPU shim's sector counter does
+(``backend/cuda/sectors.py``), from the access's index expressions evaluated at the
+warp's lanes: coalesced float reads move 4 sectors a warp, a stride-2 read (a
+pyramid's downsampling) 8, a read shifted off the 32-byte grid 5, a transposed read 32,
+and a clamped index as many as its distinct addresses.  An index computed from loaded
+data (a lookup table) cannot be evaluated: it counts one sector a lane (at most the
+callee's size).  Rows of the callee whose length is not a multiple of 32 bytes start
+at different offsets: the count is the mean over 8 consecutive rows.
+
+``box_sectors`` is the sectors a box of a buffer spans, row by row (what a block's
+distinct reads of an input cost from L2, halo and misalignment included).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.footprint import estimate_env, rdom_scope
+from ..model import expr as E
+from ..model.evaluate import evaluate
+from ..model.visit import walk
+
+SECTOR_BYTES = 32
+ROWS_AVERAGED = 8               # rows a warp is placed at: row starts off the 32-byte grid
+BASE_ALIGN = 256                # the first point of a probed warp: a multiple of this many points
+
+__all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "box_sectors",
+           "active_warps", "store_site"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One access of a member's definition to a buffer: ``stage`` 0 the pure definition,
+    k the k-th update; ``args`` its index expressions."""
+
+    callee: str
+    args: tuple
+    stage: int
+    is_store: bool = False
+
+    @property
+    def data_dependent(self) -> bool:
+        return any(isinstance(n, E.Call) for a in self.args for n in walk(a))
+
+
+def member_sites(problem, name: str) -> tuple:
+    """Every distinct access (callee, index) of ``name``'s definitions, loads only."""
+    cache = problem.__dict__.setdefault("_gpu_sites", {})
+    hit = cache.get(name)
+    if hit is None:
+        out, seen = [], set()
+        for k, d in enumerate(problem.definitions[name]):
+            exprs = (d.value,) + tuple(d.args)
+            for e in exprs:
+                for c in walk(e):
+                    if not isinstance(c, E.Call):
+                        continue
+                    key = (k, c.target.name, tuple(map(str, c.args)))
+                    if key in seen or (k == 0 and c.target.name == name):
+                        continue
+                    seen.add(key)
+                    out.append(Site(c.target.name, tuple(c.args), k))
+        hit = cache[name] = tuple(out)
+    return hit
+
+
+def store_site(problem, name: str) -> Site:
+    """The store of ``name``'s pure definition (at its own point)."""
+    return Site(name, tuple(problem.func(name).pure.args), 0, True)
+
+
+def active_warps(bx, by, mx, my):
+    """Warps of a ``bx`` x ``by`` block (x fastest) with a thread inside ``mx`` x ``my``
+    (arrays allowed)."""
+    bx, by = np.asarray(bx, dtype=np.int64), np.asarray(by, dtype=np.int64)
+    mx = np.minimum(np.asarray(mx, dtype=np.int64), bx)
+    my = np.minimum(np.asarray(my, dtype=np.int64), by)
+    rows_per_warp = np.maximum(1, 32 // np.maximum(bx, 1))
+    whole_rows = (bx % 32 == 0)
+    per_row = -(-mx // 32)
+    # bx a multiple of 32: each row its own warps; bx dividing 32: warps of whole rows;
+    # otherwise the threads of the member's rows, rounded up to warps
+    general = -(-(np.maximum(my - 1, 0) * bx + mx) // 32)
+    return np.where(whole_rows, my * per_row,
+                    np.where(32 % np.maximum(bx, 1) == 0, -(-my // rows_per_warp), general))
+
+
+def probe_env(problem, name: str, scope: dict) -> dict:
+    """Values for evaluating ``name``'s indices: its pure Vars at the middle of its region
+    rounded down to a multiple of ``BASE_ALIGN`` (at its minimum if shorter), RVars at
+    their minimum (``scope``), the Params and input extents the problem assumes."""
+    env = estimate_env(problem)
+    pure = [v.name for v in problem.func(name).pure.args]
+    for v, (lo, hi) in zip(pure, problem.regions.get(name, ())):
+        mid = (lo + (hi - lo) // 2) // BASE_ALIGN * BASE_ALIGN
+        env[v] = mid if mid >= lo else lo
+    for r, iv in scope.items():
+        env[r] = iv.lo
+    return env
+
+
+def _strides(problem, callee: str):
+    """(first index, stride in points) per dimension of ``callee``'s buffer: an input
+    image from 0 over its estimated extents, a Func over its region."""
+    sizes = problem.estimates.get(callee) if callee in problem.pipeline.images else None
+    region = ([(0, int(n) - 1) for n in sizes] if sizes else problem.regions.get(callee))
+    if region is None:
+        return None, None
+    los = [lo for lo, _ in region]
+    strides, n = [], 1
+    for lo, hi in region:
+        strides.append(n)
+        n *= hi - lo + 1
+    return los, strides
+
+
+def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, my: int,
+                 offset: tuple) -> float:
+    """Sectors one warp instruction of ``site`` (in ``name``'s definitions) moves, for a
+    block ``bx`` threads wide whose threads cover ``mx`` x ``my`` points of ``name`` in its
+    pure dimensions ``dims`` (inner, outer or None); ``offset``: the member's first point
+    relative to a multiple of ``BASE_ALIGN`` in each of those dimensions (its halo)."""
+    key = (name, site, dims, int(bx), int(mx), int(my), offset)
+    cache = problem.__dict__.setdefault("_gpu_site_sectors", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    hit = cache[key] = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my),
+                                     offset)
+    return hit
+
+
+def _lanes(bx: int, mx: int, my: int):
+    lane = np.arange(32)
+    tx, ty = lane % max(bx, 1), lane // max(bx, 1)
+    keep = (tx < mx) & (ty < my)
+    return tx[keep], ty[keep]
+
+
+def _site_sectors(problem, name, site, dims, bx, mx, my, offset) -> float:
+    tx, ty = _lanes(bx, mx, my)
+    if tx.size == 0:
+        return 0.0
+    bpp = problem.bytes_per_point(site.callee)
+    los, strides = _strides(problem, site.callee)
+    if los is None:
+        return float(tx.size)
+    size = 1
+    for st, (lo, hi) in zip(strides, problem.regions[site.callee]):
+        size *= hi - lo + 1
+    total_sectors = -(-size * bpp // SECTOR_BYTES)
+    if site.data_dependent:
+        return float(min(tx.size, total_sectors))
+    d = problem.definitions[name][site.stage]
+    env = probe_env(problem, name, rdom_scope(problem, d) if site.stage else {})
+    pure = [v.name for v in problem.func(name).pure.args]
+    inner, outer = dims
+    rows = np.arange(ROWS_AVERAGED)[:, None]
+    if inner is not None:
+        env[pure[inner]] = int(env[pure[inner]]) + offset[0] + tx[None, :]
+    if outer is not None:
+        env[pure[outer]] = int(env[pure[outer]]) + offset[1] + ty[None, :] + rows
+    elif inner is not None:
+        # one row tiled: the rows averaged are the next pure dimension's, if any
+        nxt = next((pure[i] for i in range(len(pure)) if i != inner and i > inner), None)
+        if nxt is not None:
+            env[nxt] = int(env[nxt]) + rows
+    try:
+        addr = np.zeros((ROWS_AVERAGED, tx.size), dtype=np.int64)
+        for a, lo, st in zip(site.args, los, strides):
+            v = np.asarray(evaluate(a, env), dtype=np.int64)
+            addr = addr + (np.broadcast_to(v, addr.shape) - lo) * st
+    except Exception:          # noqa: BLE001 -- an index the probe cannot evaluate
+        return float(min(tx.size, total_sectors))
+    sectors = (addr * bpp) // SECTOR_BYTES
+    return float(np.mean([np.unique(r).size for r in sectors]))
+
+
+def box_sectors(problem, callee: str, box_extents) -> np.ndarray:
+    """Sectors a box of ``callee`` with extents ``box_extents`` (per dimension, arrays over
+    tilings) spans: each row (innermost dimension) from an offset that is a multiple of
+    the point size, so a row of ``w`` points takes ``(w * bytes + 31) / 32`` sectors plus
+    one more for the rows that straddle (on average ``(w * bytes - 1) mod 32 / 32``)."""
+    bpp = problem.bytes_per_point(callee)
+    ext = [np.asarray(e, dtype=np.float64) for e in box_extents]
+    if not ext:
+        return np.asarray(1.0)
+    row_bytes = ext[0] * bpp
+    per_row = (row_bytes + SECTOR_BYTES - bpp) / SECTOR_BYTES
+    rows = np.ones_like(per_row)
+    for e in ext[1:]:
+        rows = rows * e
+    return np.maximum(per_row, 1.0) * rows
