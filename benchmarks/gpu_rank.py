@@ -11,6 +11,13 @@ checked here, in gpu_bench.py's two phases (this machine has nvcc and no GPU):
     python3 benchmarks/gpu_bench.py run --builds build/gpu_rank --json rank.json
     # 3. anywhere: rho between predicted cost and measured time, per app
     python benchmarks/gpu_rank.py rank rank.json
+    # ... with the current model's prediction of the same schedules (no GPU, no nvcc);
+    # --launch-us: what a launch cost the runtime that measured them (its host plan was
+    # interpreted on every realize then: 0.15-0.76 ms a launch, docs/gpu.md)
+    python benchmarks/gpu_rank.py rank results/gpu_h100_rank_2026-11-27.json \
+        --schedules results/gpu_h100_rank_schedules_2026-11-28.json --launch-us 200
+    # 4. the interpreted host plan of those schedules, timed here on the no-op device
+    python benchmarks/gpu_rank.py host results/gpu_h100_rank_schedules_2026-11-28.json --out F
 
 ``--also-spec FILE`` also builds each app's ``solve_schedule`` under that spec (a
 calibrated one, say) as ``solver@<stem>`` where its schedule differs from the base
@@ -106,12 +113,26 @@ def build(args):
 
 def rank(args):
     rows = json.loads(Path(args.json).read_text())["results"]
+    now = None
+    if args.schedules:
+        from _gpu_reprice import reprice
+        stored = json.loads(Path(args.schedules).read_text())["rows"]
+        spec = ts.load_spec(args.spec)
+        if args.launch_us is not None:
+            spec = spec.replace(launch_overhead_us=args.launch_us)
+        now = reprice(stored, spec, columns=args.columns)
     by_app: dict = {}
     for r in rows:
         if r.get("predicted_cost") is not None and r.get("ok") and r.get("gpu_ms"):
+            if now is not None:
+                if (r["app"], r["schedule"]) not in now:
+                    continue
+                r = {**r, "stored_cost": r["predicted_cost"],
+                     "predicted_cost": now[(r["app"], r["schedule"])]}
             by_app.setdefault(r["app"], []).append(r)
     table = {}
-    print(f"{'app':16s} {'n':>3s} {'rho':>6s} {'spread':>7s}  fastest / best predicted")
+    head = " stored" if now is not None else ""
+    print(f"{'app':16s} {'n':>3s} {'rho':>6s}{head} {'spread':>7s}  fastest / best predicted")
     for app, rs in sorted(by_app.items()):
         rho = spearman([r["predicted_cost"] for r in rs], [r["gpu_ms"] for r in rs])
         fast = min(r["gpu_ms"] for r in rs)
@@ -119,14 +140,38 @@ def rank(args):
         spread = max(r["gpu_ms"] for r in rs) / fast
         table[app] = {"n": len(rs), "rho": rho, "spread": spread, "best_predicted_ms": best,
                       "fastest_ms": fast}
-        print(f"{app:16s} {len(rs):3d} {'-' if rho is None else format(rho, '6.2f'):>6s} "
+        old = ""
+        if now is not None:
+            was = spearman([r["stored_cost"] for r in rs], [r["gpu_ms"] for r in rs])
+            table[app]["stored_rho"] = was
+            old = f" {'-' if was is None else format(was, '6.2f'):>6s}"
+        print(f"{app:16s} {len(rs):3d} {'-' if rho is None else format(rho, '6.2f'):>6s}{old} "
               f"{spread:6.2f}x  {fast:.3f} / {best:.3f} ms")
+        if args.detail:
+            for r in sorted(rs, key=lambda r: r["gpu_ms"]):
+                print(f"    {r['schedule']:8s} {r['gpu_ms']:9.3f} ms  predicted "
+                      f"{r['predicted_cost']:12.2f}  {r.get('source', '')}")
+    good = [a for a, t in table.items() if t["rho"] is not None and t["rho"] >= 0.8]
+    print(f"rho >= 0.8 on {len(good)} of {len(table)} apps")
     ab = [r for r in rows if r["schedule"].startswith("solver") and r.get("gpu_ms")]
     for r in sorted(ab, key=lambda r: (r["app"], r["schedule"])):
         print(f"A/B {r['app']:16s} {r['schedule']:24s} {r['gpu_ms']:9.3f} ms  "
               f"{'ok' if r.get('ok') else 'WRONG'}")
     if args.out:
         Path(args.out).write_text(json.dumps({"rho": table, "ab": ab}, indent=1))
+
+
+def host(args):
+    """Time the interpreted host plan of every stored schedule (see _gpu_reprice)."""
+    from _gpu_reprice import interpreted_host_ms
+    rows = json.loads(Path(args.schedules).read_text())["rows"]
+    if args.apps:
+        rows = [r for r in rows if r["app"] in args.apps.split(",")]
+    got = interpreted_host_ms(rows, args.repeats)
+    Path(args.out).write_text(json.dumps(
+        {"what": "interpreted host plan per realize on the no-op device (ms, median)",
+         "rows": [{"app": a, "schedule": s, "host_ms": ms, "launches": n}
+                  for (a, s), (ms, n) in got.items()]}, indent=1))
 
 
 def main(argv=None):
@@ -143,8 +188,23 @@ def main(argv=None):
     r = sub.add_parser("rank")
     r.add_argument("json", help="gpu_bench.py run's --json output over these builds")
     r.add_argument("--out", default=None, help="write the table as JSON")
+    r.add_argument("--schedules", default=None,
+                   help="the measured schedules (results/gpu_h100_rank_schedules_*.json): price "
+                        "them with the current model instead of the stored predictions")
+    r.add_argument("--columns", action="store_true",
+                   help="with --schedules: price the solver's columns, not the groups that ran")
+    r.add_argument("--spec", default="h100", help="with --schedules: the spec to price for")
+    r.add_argument("--launch-us", type=float, default=None,
+                   help="with --schedules: the cost of a launch in the runtime the measurements "
+                        "were taken with (default: the spec's launch_overhead_us)")
+    r.add_argument("--detail", action="store_true", help="each schedule's time and prediction")
+    h = sub.add_parser("host", help="time the interpreted host plan of stored schedules")
+    h.add_argument("schedules", help="results/gpu_h100_rank_schedules_*.json")
+    h.add_argument("--out", required=True)
+    h.add_argument("--apps", default="")
+    h.add_argument("--repeats", type=int, default=10)
     args = p.parse_args(argv)
-    build(args) if args.cmd == "build" else rank(args)
+    {"build": build, "rank": rank, "host": host}[args.cmd](args)
 
 
 if __name__ == "__main__":
