@@ -15,7 +15,8 @@ NAME is one of:
 * ``spec``: B solves with another spec (``--set spec=cal.yaml``: what a calibrated spec
   does to the schedules);
 * a code-generation option (``Schedule.set_codegen``): B compiles A's schedule with it
-  (``--set fma=true``, ``--set unroll_threshold=100``, ``--set accumulator_tiles=false``);
+  (``--set fma=true``, ``--set unroll_threshold=100``, ``--set accumulator_tiles=false``,
+  ``--set free_early=false``);
 * an option of ``ts.autotune`` (with ``--methods autotune``: ``--set climb_share=0``).
 
 VALUE is YAML (``true``, ``0.5``, ``[1, 2, 4]``; ``1,2,4`` is a list too).  Methods: the
@@ -53,7 +54,7 @@ from tilesolve.specs.cost_params import CostParams  # noqa: E402
 from tilesolve.specs.schema import fields_for_kind  # noqa: E402
 
 TUNE_OPTIONS = ("climb_share",)
-LOWERING_OPTIONS = ("accumulator_tiles",)     # code-generation options that act on the loops
+LOWERING_OPTIONS = ("accumulator_tiles", "free_early")     # code-generation options that act on the loops
 SOLVERS = ("greedy", "ilp", "beam", "auto")
 
 

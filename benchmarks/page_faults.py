@@ -21,7 +21,6 @@ one process, so read the faults here and time in ``tilesolve bench``.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import resource
@@ -48,8 +47,8 @@ def _one(app_name: str, method: str, build: str, runs: int, size: str) -> dict:
         hp.bind(**inputs)
         run = lambda: hp.run(sizes)                             # noqa: E731
     else:
-        if build == "no-free":                                  # the pass disabled
-            importlib.import_module("tilesolve.lower.lower").free_early = lambda body: body
+        if build == "no-free":                                  # the pass left out
+            sched = sched.copy().set_codegen(free_early=False)
         if build == "no-cache":                                 # every block back to libc
             from tilesolve.backend.cpu import heap
             heap.set_limit(0)

@@ -51,6 +51,18 @@ def test_a_root_chain_frees_each_buffer_once_its_reader_is_produced():
         assert order.index(("free", name)) == order.index(("produce", reader)) + 1
 
 
+def test_the_codegen_option_leaves_the_pass_out():
+    """``set_codegen(free_early=False)``: every buffer lives to the end of its scope
+    (``benchmarks/page_faults.py`` and ``ab.py --set free_early=false`` use it)."""
+    pipe, funcs, out = _chain(3)
+    s = ts.Schedule(pipe)
+    for f in funcs:
+        s[f].compute_root()
+    freed = [n for k, n in _block_order(lower(pipe, s).body) if k == "free"]
+    kept = _block_order(lower(pipe, s.copy().set_codegen(free_early=False)).body)
+    assert freed == ["s0", "s1"] and kept == [("produce", n) for n in ("s0", "s1", "s2", "out")]
+
+
 def test_no_free_where_the_last_reader_ends_the_scope():
     inp = ts.ImageParam(ts.float32, 2, "input")
     f, g = ts.Func("f"), ts.Func("g")

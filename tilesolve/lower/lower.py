@@ -121,11 +121,11 @@ def _lower(pipeline, schedule, target, check, buffer_mins=False):
         body = partition_loops(body)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
-    if plan.target == "cpu" and (schedule is None
-                                 or schedule.codegen.get("accumulator_tiles", True)):
+    passes = {} if schedule is None else schedule.codegen     # CPU passes a schedule leaves out
+    if plan.target == "cpu" and passes.get("accumulator_tiles", True):
         body = promote_accumulators(body)
     check_lanes(body)
-    if plan.target == "cpu":
+    if plan.target == "cpu" and passes.get("free_early", True):
         body = free_early(body)
     lowered = L.LoweredPipeline(pipeline.outputs[0].name, args, body, plan.target,
                                 tuple(plan.notes), regions, out_reads)

@@ -56,10 +56,11 @@ CODEGEN_OPTIONS = {
                                    and 1 <= v <= 10000),
     "fma": lambda v: isinstance(v, bool),
     "accumulator_tiles": lambda v: isinstance(v, bool),
+    "free_early": lambda v: isinstance(v, bool),
 }
 """The options :meth:`Schedule.set_codegen` takes, each with its check."""
 _CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool",
-                  "accumulator_tiles": "a bool"}
+                  "accumulator_tiles": "a bool", "free_early": "a bool"}
 
 
 class TupleHandle:
@@ -186,6 +187,8 @@ class Schedule:
         * ``accumulator_tiles``: False leaves out lowering's accumulator tiles
           (``lower/accumulate.py``: a reduction's register tile kept in a local); absent
           or True: the CPU lowering makes them.
+        * ``free_early``: False leaves out lowering's early release of buffers
+          (``lower/free.py``: each freed after its last reader, not at the end).
 
         ``str(schedule)`` prints them; unknown names raise a ScheduleError."""
         for key, value in options.items():
