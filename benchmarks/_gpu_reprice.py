@@ -1,4 +1,4 @@
-"""Price measured GPU schedules again with the current cost model (``gpu_rank.py rank
+"""Price measured GPU schedules again with the current cost model (``rank.py rank
 --schedules``).
 
 A schedule that ran is read back into the groups it ran as: every Func computed at root

@@ -6,8 +6,10 @@
     # GPU, in gpu_bench.py's phases: here (nvcc, no GPU) the candidates as cubins ...
     python benchmarks/rank.py build --spec h100 --out build/gpu_rank [--also-spec FILE]
     # ... on the GPU machine: python3 benchmarks/gpu_bench.py run --builds build/gpu_rank
-    #     --json rank.json; then anywhere, rho per app (--schedules: priced by today's model)
+    #     --json rank.json; then anywhere, rho per app (--schedules: priced by today's
+    #     model; --launch-us: what a launch cost the runtime that measured them)
     python benchmarks/rank.py rank rank.json [--schedules results/gpu_h100_rank_schedules_*.json]
+                                             [--launch-us 200] [--columns] [--detail]
     # re-price measured CPU schedules with the current model, offline
     python benchmarks/rank.py offline [FILE] [--app NAME] [--detail] [--all] [--no-climb]
     # how well any model can rank them here: the measurements' agreement with themselves
@@ -276,7 +278,8 @@ def build_gpu(a, spec) -> None:
 
 def build(a) -> None:
     spec = ts.load_spec(a.spec)
-    a.per_app = a.per_app or (8 if spec.is_gpu else 10)
+    if a.per_app is None:
+        a.per_app = 8 if spec.is_gpu else 10
     (build_gpu if spec.is_gpu else build_cpu)(a, spec)
 
 
@@ -287,7 +290,10 @@ def rank(a) -> None:
     if a.schedules:
         from _gpu_reprice import reprice
         stored = _load(a.schedules)["rows"]
-        now = reprice(stored, ts.load_spec(a.spec), columns=a.columns)
+        spec = ts.load_spec(a.spec)
+        if a.launch_us is not None:
+            spec = spec.replace(launch_overhead_us=a.launch_us)
+        now = reprice(stored, spec, columns=a.columns)
     by_app: dict = {}
     for r in rows:
         if r.get("predicted_cost") is not None and r.get("ok") and r.get("gpu_ms"):
@@ -584,6 +590,9 @@ def main(argv=None) -> int:
     r.add_argument("--columns", action="store_true",
                    help="with --schedules: price the solver's columns, not the groups that ran")
     r.add_argument("--spec", default="h100", help="with --schedules: the spec to price for")
+    r.add_argument("--launch-us", type=float, default=None,
+                   help="with --schedules: the cost of a launch in the runtime the measurements "
+                        "were taken with (default: the spec's launch_overhead_us)")
     r.add_argument("--detail", action="store_true", help="each schedule's time and prediction")
     o = sub.add_parser("offline", help="re-price measured CPU schedules")
     c = sub.add_parser("ceiling", help="time measured CPU schedules again here")
