@@ -295,3 +295,21 @@ def test_max_filter_blocks_its_tiled_output_update():
     got = ts.compile(pipe, s).realize(sizes, **inputs)
     want = ts.reference.realize(pipe, sizes, **inputs)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_matrix_vector_product_runs_its_row_blocks_in_parallel(spec):
+    """An update with no row loop of its own (``out[m] += mat[r, m] * vec[r]``): its x
+    blocks are the parallel tasks, outermost, each sweeping every K panel."""
+    from tilesolve.apps.validation import PIPELINES
+    app = PIPELINES["matvec"]
+    pipe, est = app.build()                        # 4096 x 4096
+    s = ts.solve_schedule(pipe, spec, est, method="greedy")
+    update = str(s).splitlines()[-1]
+    assert ".parallel(m_b)" in update and "reorder(m_r, r_x_ki, r_x_ko, m_b)" in update
+    small, _ = app.build(app.SMALL_SIZE, **app.SMALL_BUILD)
+    inputs = app.make_inputs(app.SMALL_SIZE, **app.SMALL_BUILD)
+    got = ts.compile(small, ts.Schedule.from_json(s.to_json(), small)).realize(
+        app.SMALL_SIZE, **inputs)
+    np.testing.assert_allclose(got, app.numpy_reference(inputs, app.SMALL_SIZE, **app.SMALL_BUILD),
+                               rtol=1e-4, atol=1e-4)

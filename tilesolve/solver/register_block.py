@@ -345,11 +345,14 @@ def x_inside(params, kb: int, e_x: float, e_y: float, word_bytes: int,
 
 
 def emit(params, handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_extent: int,
-         parallel: bool, try_, registers: int | None = None, x_in: bool = False) -> bool:
+         parallel: bool, try_, registers: int | None = None, x_in: bool = False,
+         parallel_x: bool = False) -> bool:
     """The blocking directives on update handle ``handle`` (``registers``: the
     ISA's vector registers, which bound the RDom unroll; ``x_in``: a K-blocked
-    update's x block loop inside its row block loop, see :func:`x_inside`); False
-    (and nothing more tried) as soon as one is refused."""
+    update's x block loop inside its row block loop, see :func:`x_inside`;
+    ``parallel_x``: an update with no row or other loop (a matrix-vector product) runs
+    its x blocks in parallel, outermost, each block sweeping every K panel); False (and
+    nothing more tried) as soon as one is refused."""
     xb, xr = f"{blk.x}_b", f"{blk.x}_r"
     steps = [(handle.split, (blk.x, xb, xr, nb * lanes))]
     order = [xr]
@@ -371,7 +374,10 @@ def emit(params, handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_ext
         ro, r = f"{stem}_ko", f"{stem}_ki"
         steps.append((handle.split, (blk.rvars[0], ro, r, kb)))
         blocks = list(outer) if x_in else list(reversed(outer))
-        order += [r] + blocks + list(blk.others) + [ro]
+        if parallel_x and blk.y is None and not blk.others:
+            order += [r, ro] + blocks         # the x blocks outermost: the tasks
+        else:
+            order += [r] + blocks + list(blk.others) + [ro]
     else:
         order += list(blk.rvars) + outer + list(blk.others)
     steps.append((handle.reorder, tuple(order)))
@@ -388,6 +394,8 @@ def emit(params, handle, blk: BlockInfo, nb: int, by: int, lanes: int, inner_ext
             return False
     if parallel and (blk.y is not None or blk.others):
         try_(handle.parallel, order[-2] if kb else order[-1])
+    elif parallel_x and blk.y is None and not blk.others:
+        try_(handle.parallel, xb)
     return True
 
 

@@ -183,7 +183,10 @@ def _block_update(problem, s, name, i, info, root, extents, blk=None) -> bool:
     kb = k_block(cp, blk, info.inner_extent)
     x_in = bool(kb) and blk.y is not None and x_inside(
         cp, kb, extents[blk.x_dim], e_y, problem.bytes_per_point(name), l2_bytes(problem.spec))
-    args = (blk, nb, by, lanes, info.inner_extent, root, _try, regs, x_in)
+    # no row loop to run in parallel: the x blocks are the tasks, when there are enough
+    par_x = root and blk.y is None and not blk.others and (
+        extents[blk.x_dim] // (nb * lanes) >= (problem.spec.parallelism_threshold or 2))
+    args = (blk, nb, by, lanes, info.inner_extent, root, _try, regs, x_in, par_x)
     if not emit(cp, trial[name].update(i), *args):
         return False
     emit(cp, s[name].update(i), *args)
