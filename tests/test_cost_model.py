@@ -174,7 +174,7 @@ def test_tall_tiles_pay_for_rows_beyond_the_prefetcher():
     128x16 13.0 ms.  Without the streams term the model ranks them the other way
     (fewer halo rows recomputed); with it, as measured.  Untiled columns read whole
     rows: no stream term."""
-    host = load_spec("host").replace(cost_params=None)             # the built-in values
+    host = load_spec("xeon-e5-2620v3").replace(cost_params=None)   # the built-in values
     STREAM_MISS_LOADS = host.cost_params.stream_miss_loads
     est = {"blur_y": [6400, 4800], "input": [6402, 4802]}
     group = Group("blur_y", frozenset({"blur_x", "blur_y"}))

@@ -69,7 +69,7 @@ def test_400_stage_chain_naive(default_recursion_limit):
 def test_400_stage_pointwise_chain_greedy(default_recursion_limit):
     """The solver inlines the whole chain: one 400-deep Expr, inlined producers first."""
     pipe = pointwise_chain(400)
-    sched = ts.solve_schedule(pipe, "host", estimates={"p399": [64], "input": [64]},
+    sched = ts.solve_schedule(pipe, "xeon-e5-2620v3", estimates={"p399": [64], "input": [64]},
                               method="greedy")
     data = np.arange(64, dtype=np.int32)
     got = ts.compile(pipe, sched).realize([64], input=data)
@@ -176,7 +176,7 @@ def test_the_solvers_bounders_take_a_3000_deep_index(default_recursion_limit):
 def _chain_problem(n: int):
     from tilesolve.solver.problem import Problem
     from tilesolve.specs import load_spec
-    return Problem(mixed_chain(n), load_spec("host"), {f"s{n - 1}": [24, 20], "input": [24, 20]})
+    return Problem(mixed_chain(n), load_spec("xeon-e5-2620v3"), {f"s{n - 1}": [24, 20], "input": [24, 20]})
 
 
 def _loads(problem, name: str, of: str | None = None) -> int:
@@ -217,7 +217,7 @@ sys.path.insert(0, {tests!r})
 from test_deep_pipelines import mixed_chain
 for n in {ns!r}:
     pipe = mixed_chain(n)
-    sched = ts.solve_schedule(pipe, "host", estimates={{f"s{{n - 1}}": [24, 20],
+    sched = ts.solve_schedule(pipe, "xeon-e5-2620v3", estimates={{f"s{{n - 1}}": [24, 20],
                                                         "input": [24, 20]}}, method="greedy")
     img = np.random.default_rng(0).random((9, 11), dtype=np.float32)
     got = ts.compile(pipe, sched).realize([11, 9], input=img)
