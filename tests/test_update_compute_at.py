@@ -87,9 +87,11 @@ def test_loop_nest_shows_the_producer_inside_the_update():
     prod = next(i for i, ln in enumerate(lines) if "produce f" in ln)
     assert tile < prod
     # the first tile's f covers its 4 rows, and its 8 columns with the 2-column halo
-    # on each side: 12 columns, 3 vectors of 4
+    # on each side: 12 columns, 3 vectors of 4 (the first, clamped at the left edge, is
+    # its own loop in the lowered program; then the clamp-free steady state)
     assert lines[prod + 1].strip() == "for y in [0, 3]:"
-    assert lines[prod + 2].strip() == "for x in [0, 2]:"
+    assert lines[prod + 2].strip() == "for x in [0, 0]:"
+    assert lines[prod + 5].strip() == "for x (steady) in [1, 2]:"
 
 
 def test_errors_name_the_stage_and_loop():
