@@ -21,10 +21,9 @@ from tilesolve.tune.autotune import db_samples
 SIZES = [64, 48]
 
 
-@pytest.fixture(autouse=True)
-def _no_climb(monkeypatch):
-    """The rounds' protocol alone: the climb (after the rounds) is tested on its own."""
-    monkeypatch.setattr(tat, "CLIMB_SHARE", 0.0)
+# the rounds' protocol alone: every tuning here passes climb_share=0 (the climb, after the
+# rounds, is tested on its own in test_autotune_climb.py)
+NO_CLIMB = 0.0
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +52,8 @@ def rounds_run(tmp_path_factory):
         mp.setattr(tmeasure.Bench, "run_warm", run_warm)
         mp.setattr(tmeasure.Bench, "prepare", prepare)
         mp.setattr(tat, "HOPELESS", math.inf)
-        mp.setattr(tat, "CLIMB_SHARE", 0.0)      # the climb: test_autotune_climb.py
         res = ts.autotune(pipe, "host", estimates=est, budget_s=5, db=path, progress=False,
-                          seed=7)
+                          climb_share=NO_CLIMB, seed=7)
     return pipe, est, path, res, calls
 
 
@@ -142,7 +140,8 @@ def test_a_second_call_returns_the_stored_timing(rounds_run, tmp_path):
     pipe, est, path, first, _ = rounds_run
     copy = tmp_path / "copy.sqlite"
     copy.write_bytes(path.read_bytes())
-    again = ts.autotune(pipe, "host", estimates=est, budget_s=2, db=copy, progress=False)
+    again = ts.autotune(pipe, "host", estimates=est, budget_s=2, db=copy, progress=False,
+                        climb_share=NO_CLIMB)
     by_hash = {tdb.schedule_hash(r.schedule): r for r in again.records}
     for r in first.records:
         back = by_hash[tdb.schedule_hash(r.schedule)]
@@ -203,7 +202,8 @@ def test_a_version_1_database_is_upgraded_and_still_loads(rounds_run, tmp_path, 
     assert all(m.rounds is None and m.median_ms is None for m in old.values())
     # autotune starts from the old rows (reused, their timing unknown) and adds new ones
     monkeypatch.setattr(tat, "HOPELESS", math.inf)
-    again = ts.autotune(pipe, "host", estimates=est, budget_s=2, db=v1, progress=False)
+    again = ts.autotune(pipe, "host", estimates=est, budget_s=2, db=v1, progress=False,
+                        climb_share=NO_CLIMB)
     for r in again.records:
         if r.reused:
             assert r.rounds is None and r.noise is None
@@ -234,7 +234,8 @@ def test_a_hopeless_candidate_is_dropped_after_two_rounds(monkeypatch):
         slow = prepared.schedule.provenance.get("tune_source") == "greedy"
         return 10.0 if slow else 1.0
     monkeypatch.setattr(tmeasure.Bench, "run", fake_run)
-    res = ts.autotune(pipe, "host", estimates=est, budget_s=3, db=False, progress=False)
+    res = ts.autotune(pipe, "host", estimates=est, budget_s=3, db=False, progress=False,
+                      climb_share=NO_CLIMB)
     g = next(r for r in res.records if r.source == "greedy")
     assert g.ok and g.rounds == tat.DROP_AFTER and g.measured_ms == 10.0
     assert "dropped after 2 rounds" in g.note and "10.0x" in g.note
@@ -256,7 +257,8 @@ def test_preparation_stops_when_the_rounds_would_not_fit(monkeypatch):
             prep.warm_ms = 10_000.0
         return prep, error
     monkeypatch.setattr(tmeasure.Bench, "prepare", slow_warm_up)
-    res = ts.autotune(pipe, "host", estimates=est, budget_s=3, db=False, progress=False)
+    res = ts.autotune(pipe, "host", estimates=est, budget_s=3, db=False, progress=False,
+                      climb_share=NO_CLIMB)
     assert 1 <= res.measured_now <= 2 and res.skipped > 0
     assert len(res.records) == res.measured_now
     assert res.rounds >= tat.MIN_ROUNDS          # the minimum even past the budget
