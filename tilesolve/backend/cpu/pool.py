@@ -14,7 +14,8 @@ region waits only for the threads that joined it:
   closes the job and waits only for the workers that joined.  A worker that wakes after
   that sees the job closed and sleeps again.
 * Workers spin a little on the job generation before sleeping on a condition variable,
-  so back-to-back loops on a quiet machine do not pay a wake-up each.
+  and the master a little on the count of workers still running, so back-to-back loops
+  on a quiet machine do not pay a wake-up each.
 * The thread number and team size live in one pthread key (``team << 32 | (num + 1)``;
   0 outside a region): ``ts_pool_thread_num``, ``ts_pool_num_threads`` and
   ``ts_pool_in_parallel`` read it.  A second master that finds the pool busy (another
@@ -135,15 +136,16 @@ def _module() -> ir.Module:
     b.store(b.load(job_gen), seen)
     num = b.load(next_num)
     b.store(b.add(num, ir.Constant(I32, 1)), next_num)
-    b.store(b.add(b.load(active), ir.Constant(I32, 1)), active)
+    b.store_atomic(b.add(b.load_atomic(active, "monotonic", 4), ir.Constant(I32, 1)), active,
+                   "monotonic", 4)
     work, data, team = b.load(job_fn), b.load(job_data), b.load(job_team)
     b.call(p_unlock, [M])
     set_me(b, team, num)
     b.call(work, [data])
     b.call(p_set, [b.load(key), null])
     b.call(p_lock, [M])
-    left = b.sub(b.load(active), ir.Constant(I32, 1))
-    b.store(left, active)
+    left = b.sub(b.load_atomic(active, "monotonic", 4), ir.Constant(I32, 1))
+    b.store_atomic(left, active, "release", 4)      # the master may spin on it
     with b.if_then(b.icmp_signed("==", left, ir.Constant(I32, 0))):
         b.call(p_bcast, [DCV])
     b.call(p_unlock, [M])
@@ -193,7 +195,7 @@ def _module() -> ir.Module:
             b.store(data, job_data)
             b.store(team, job_team)
             b.store(ir.Constant(I32, 1), next_num)
-            b.store(ir.Constant(I32, 0), active)
+            b.store_atomic(ir.Constant(I32, 0), active, "monotonic", 4)
             b.store(ir.Constant(I32, 1), job_open)
             b.store_atomic(b.add(b.load(job_gen), ir.Constant(I64, 1)), job_gen, "monotonic", 8)
             b.call(p_bcast, [WCV])
@@ -215,11 +217,27 @@ def _module() -> ir.Module:
             b.branch(rest)
             b.position_at_end(close)
             b.store(ir.Constant(I32, 0), job_open)
+            # the joined workers finish at about the time the master does: spin on their
+            # count (without the mutex) before sleeping, so a region's end costs no wake-up
+            b.call(p_unlock, [M])
+            mspins = b.alloca(I32, name="mspins")
+            b.store(ir.Constant(I32, 0), mspins)
+            mtop, mbody, mdone = (f.append_basic_block(n) for n in ("mspin", "mspin_body", "mspun"))
+            b.branch(mtop)
+            b.position_at_end(mtop)
+            busy_w = b.icmp_signed(">", b.load_atomic(active, "acquire", 4), ir.Constant(I32, 0))
+            more = b.icmp_signed("<", b.load(mspins), ir.Constant(I32, SPINS))
+            b.cbranch(b.and_(busy_w, more), mbody, mdone)
+            b.position_at_end(mbody)
+            b.store(b.add(b.load(mspins), ir.Constant(I32, 1)), mspins)
+            b.branch(mtop)
+            b.position_at_end(mdone)
+            b.call(p_lock, [M])
             wait, waited = f.append_basic_block("wait"), f.append_basic_block("waited")
             wcheck = f.append_basic_block("wait_check")
             b.branch(wcheck)
             b.position_at_end(wcheck)
-            b.cbranch(b.icmp_signed(">", b.load(active), ir.Constant(I32, 0)), wait, waited)
+            b.cbranch(b.icmp_signed(">", b.load_atomic(active, "monotonic", 4), ir.Constant(I32, 0)), wait, waited)
             b.position_at_end(wait)
             b.call(p_wait, [DCV, M])
             b.branch(wcheck)
