@@ -135,9 +135,10 @@ def _ulp_close(got, want, ulps):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     both_nan = np.isnan(got) & np.isnan(want)
     same = (got == want) | both_nan
-    eps = np.finfo(np.float32).eps if ulps[1] == 32 else np.finfo(np.float64).eps
+    info = np.finfo({16: np.float16, 32: np.float32}.get(ulps[1], np.float64))
+    tiny = max(float(info.tiny), float(np.finfo(np.float32).tiny))
     with np.errstate(invalid="ignore"):
-        tol = ulps[0] * eps * np.maximum(np.abs(want), np.finfo(np.float32).tiny)
+        tol = ulps[0] * float(info.eps) * np.maximum(np.abs(want), tiny)
         return same | (np.abs(got - want) <= tol)
 
 

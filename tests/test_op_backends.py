@@ -26,7 +26,7 @@ from tilesolve.model import ops
 from tilesolve.model import types as T
 
 INTS = (T.uint8, T.uint16, T.uint32, T.uint64, T.int8, T.int16, T.int32, T.int64)
-FLOATS = (T.float32, T.float64)
+FLOATS = (T.float16, T.float32, T.float64)
 N = 67                       # not a multiple of the vector width: the tail runs too
 INEXACT = {"exp", "log", "pow", "sin", "cos", "tan", "atan2", "atan", "asin", "acos", "sinh",
            "cosh", "tanh", "asinh", "acosh", "atanh"}
@@ -34,7 +34,7 @@ INEXACT = {"exp", "log", "pow", "sin", "cos", "tan", "atan2", "atan", "asin", "a
 # for non-finite operands or results (exp(inf) == 0, log(nan) == 89.1): there they are
 # compared where the operands are finite and normal and the reference's result is 0 or between
 # 1e-30 and 1e30 in magnitude (pow(3.4e38, 1.0) overflows inside Halide's exp(y log x))
-HALIDE_F32_POLY = {"exp", "log", "pow"}
+HALIDE_F32_POLY = {"exp", "log", "pow"}       # float16 math goes through them too
 # Halide's float min/max drop a NaN operand (ours propagate it, numpy's rule) and, without
 # strict_float, a comparison with a NaN may hold (a <= b is !(b < a)): the bridge keeps
 # Halide's native ops (its bounds inference reads min/max), so there they are compared
@@ -115,8 +115,10 @@ def build(t: T.Type, how: str):
 
 def edges(t: T.Type) -> list:
     if t.is_float():
+        info = np.finfo(t.dtype)
         return [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.nan, np.inf, -np.inf,
-                float(np.finfo(t.dtype).max), float(np.finfo(t.dtype).tiny)]
+                float(info.max), -float(info.max), float(info.tiny),
+                float(info.smallest_subnormal)]
     vals = {0, 1, 2, t.bits - 1, t.bits, t.max_value(), t.min_value(), t.max_value() - 1}
     if t.is_int():
         vals |= {-1, -2, -t.bits, t.min_value() + 1}
@@ -124,7 +126,9 @@ def edges(t: T.Type) -> list:
 
 
 def values(t: T.Type):
-    if t.is_float():
+    if t.bits == 16 and t.is_float():      # every bit pattern (subnormals, NaNs) alike
+        other = st.integers(0, 0xFFFF).map(lambda v: float(np.uint16(v).view(np.float16)))
+    elif t.is_float():
         other = st.floats(width=t.bits, allow_nan=True, allow_infinity=True)
     else:
         other = st.integers(int(t.min_value()), int(t.max_value()))
@@ -148,15 +152,18 @@ def check_equal(pipe, got, want, t: T.Type, loose=frozenset(), operands=()):
                 keep &= ~np.isnan(v)
             g, w = g[keep], w[keep]
         elif name in loose:
-            keep = ((np.abs(w) >= 1e-30) & (np.abs(w) <= 1e30)) | (w == 0)
+            aw = np.abs(w.astype(np.float64))      # 1e30 as float16 would be inf
+            keep = ((aw >= 1e-30) & (aw <= 1e30)) | (w == 0)
             for v in operands:
                 keep &= np.isfinite(v) & ((np.abs(v) >= np.finfo(t.dtype).tiny) | (v == 0))
             g, w = g[keep], w[keep]
         if name == "reinterpret" and w.dtype.kind == "f":      # every bit, NaN payloads too
             g, w = g.view(f"i{w.itemsize}"), w.view(f"i{w.itemsize}")
         if name in INEXACT:
-            rtol = 1e-5 if t.bits == 32 else 1e-12
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=0, equal_nan=True,
+            # float16: computed in float32 and rounded once, one float16 ulp apart at most
+            rtol = {16: 2.0 ** -10, 32: 1e-5}.get(t.bits, 1e-12)
+            atol = float(np.finfo(t.dtype).smallest_subnormal) if t.bits == 16 else 0
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True,
                                        err_msg=f"{name} on {t}")
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"{name} on {t}")
@@ -168,7 +175,7 @@ def _run(backend, t, a, b):
     got = build(t, backend).realize([len(a)], a=a, b=b)
     loose = frozenset()
     if backend == "halide" and t.is_float():
-        loose = HALIDE_NAN_LOOSE | (HALIDE_F32_POLY if t == T.float32 else set())
+        loose = HALIDE_NAN_LOOSE | (HALIDE_F32_POLY if t.bits <= 32 else set())
     with np.errstate(all="ignore"):
         check_equal(pipe, got, want, t, loose, (a, b))
 

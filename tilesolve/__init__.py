@@ -39,7 +39,7 @@ from .model.schedule import Schedule  # noqa: F401
 from .model.reductions import argmax, argmin, maximum, minimum, product  # noqa: F401
 from .model.tuples import undef  # noqa: F401
 from .model.reductions import sum  # noqa: F401,A001
-from .model.types import (Type, bool_, float32, float64, int8, int16, int32,  # noqa: F401
+from .model.types import (Type, bool_, float16, float32, float64, int8, int16, int32,  # noqa: F401
                           int64, uint8, uint16, uint32, uint64)
 
 __version__ = "0.1.0"

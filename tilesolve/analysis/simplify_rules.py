@@ -381,7 +381,7 @@ def _exact(src, dst) -> bool:
     if src.is_float():
         return dst.is_float() and dst.bits >= src.bits
     if dst.is_float():
-        return (src.bits if src.is_uint() else src.bits - 1) <= (24 if dst.bits == 32 else 53)
+        return (src.bits if src.is_uint() else src.bits - 1) <= dst.significand_bits()
     if dst.is_bool():
         return False
     return dst.min_value() <= src.min_value() and src.max_value() <= dst.max_value()

@@ -351,6 +351,8 @@ class _ExprTranslator:
             v = self.expr(e.value)
             if e.type.is_bool():      # ours is x != 0; Halide's cast keeps the low bit
                 return v != self.const(e.value.type, 0)
+            if e.type == T.float16 and e.value.type == T.float64:
+                return _f64_to_f16(hl, v)
             return hl.cast(hl_type(e.type), v)
         if isinstance(e, E.BinOp):
             return self.binop(e.op, self.expr(e.a), self.expr(e.b))
@@ -385,14 +387,27 @@ class _ExprTranslator:
         hl = self.hl
         if t.is_bool():
             return hl.Expr(bool(value))
+        if t.is_float() and t.bits == 16:    # no f16 maker: the float16 bits, reinterpreted
+            with np.errstate(over="ignore"):
+                bits = int(np.float16(value).view(np.uint16))
+            return hl.reinterpret(hl.Float(16), hl.u16(bits))
         return getattr(hl, _CONST_MAKERS[str(t)])(value)
 
     def binop(self, op, a, b):
-        return ops.impl("halide", op)(self.hl, a, b)
+        hl = self.hl
+        if op != "mod" and a.type() == hl.Float(16):     # see _widened
+            r = ops.impl("halide", op)(hl, hl.cast(hl.Float(32), a), hl.cast(hl.Float(32), b))
+            return r if r.type().is_bool() else hl.cast(hl.Float(16), r)
+        return ops.impl("halide", op)(hl, a, b)
 
     def intrinsic(self, e):
-        r = ops.impl("halide", e.name)(self.hl, e.type, *[self.expr(a) for a in e.args])
-        return r if r.type() == hl_type(e.type) else self.hl.cast(hl_type(e.type), r)
+        hl = self.hl
+        args = [self.expr(a) for a in e.args]
+        t = e.type
+        if t == T.float16 and e.name != "reinterpret":      # see _widened
+            args, t = [hl.cast(hl.Float(32), a) for a in args], T.float32
+        r = ops.impl("halide", e.name)(hl, t, *args)
+        return r if r.type() == hl_type(e.type) else hl.cast(hl_type(e.type), r)
 
     def rdom(self, rd):
         """The Halide RDom of our RDom ``rd`` (built on first use, with its predicates)."""
@@ -408,11 +423,43 @@ class _ExprTranslator:
         return h
 
 
+# _widened: float16 ops are given to Halide as float32 ops on the widened operands, their
+# results cast back to float16 (the op table's semantics, rounded once): Halide's own
+# float16 math is not IEEE where strict_float would make it so (its float16 sqrt(-1) is
+# -inf, sqrt(NaN) inf).
+def _hl_mod(hl, a, b):
+    """``a % b``; on float16, ``a - b*floor(a/b)`` spelled out in float32 with each op's
+    result rounded to float16, as the op table's rule does (Halide's own float16 ``%``
+    rounds once, and its float16 ops are not bound by strict_float: ``inf % inf`` came out
+    inf, not NaN)."""
+    if a.type() == hl.Float(16):
+        f16, f32 = hl.Float(16), hl.Float(32)
+        wa, wb = hl.cast(f32, a), hl.cast(f32, b)
+        q = hl.cast(f32, hl.cast(f16, wa / wb))
+        p = hl.cast(f32, hl.cast(f16, wb * hl.floor(q)))
+        return hl.cast(f16, wa - p)
+    return a % b
+
+
+def _f64_to_f16(hl, v):
+    """A float64 Halide Expr rounded to float16 once, through float32 rounded to odd (see
+    backend/cpu/half.py): Halide's JIT narrows float64 to float16 with a call to
+    ``__truncdfhf2``, which a Python process need not have."""
+    r = hl.cast(hl.Float(32), v)
+    back = hl.cast(hl.Float(64), r)
+    inexact = (back != v) & (v == v)
+    bits = hl.reinterpret(hl.UInt(32), r)
+    toward_zero = hl.select(hl.abs(back) > hl.abs(v), bits - 1, bits)
+    odd = hl.select(inexact, toward_zero | hl.u32(1), bits)
+    return hl.cast(hl.Float(16), hl.reinterpret(hl.Float(32), odd))
+
+
 # -- the op table's Halide spellings: rule(hl, *operands) (Halide's own semantics agree:
 # Euclidean integer division, IEEE floats) --------------------------------------------
 for _name, _fn in (("add", lambda hl, a, b: a + b), ("sub", lambda hl, a, b: a - b),
                    ("mul", lambda hl, a, b: a * b), ("div", lambda hl, a, b: a / b),
-                   ("mod", lambda hl, a, b: a % b), ("min", lambda hl, a, b: hl.min(a, b)),
+                   ("mod", lambda hl, a, b: _hl_mod(hl, a, b)),
+                   ("min", lambda hl, a, b: hl.min(a, b)),
                    ("max", lambda hl, a, b: hl.max(a, b)), ("eq", lambda hl, a, b: a == b),
                    ("ne", lambda hl, a, b: a != b), ("lt", lambda hl, a, b: a < b),
                    ("le", lambda hl, a, b: a <= b), ("gt", lambda hl, a, b: a > b),

@@ -17,7 +17,7 @@ def expr_str(e, parent_prec: int = 0) -> str:
             return "True" if e.value else "False"
         if e.type.is_float():
             s = repr(e.value)
-            return s if e.type.bits == 32 else f"f64({s})"
+            return s if e.type.bits == 32 else f"f{e.type.bits}({s})"
         return str(e.value) if e.type.code == "int" and e.type.bits == 32 else f"{e.type}({e.value})"
     if isinstance(e, (E.Var,)):
         return e.name

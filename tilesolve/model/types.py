@@ -6,7 +6,10 @@ obeys the rules written here:
 * Integers wrap (two's complement) on overflow.
 * Integer ``/`` rounds toward minus infinity; ``%`` is never negative
   (Euclidean); division or modulo by zero gives zero (Halide's rule).
-* float follows IEEE; no reassociation.
+* float follows IEEE; no reassociation.  float16 is IEEE binary16: every operation on
+  float16 operands gives the float16 rounding of its exact result, which is the float32
+  result rounded to float16 once (exact for ``+ - * /`` and sqrt, because float32 holds
+  more than twice float16's bits); math functions compute in float32 and round.
 * Casts between integer types wrap; float -> int truncates toward zero
   (out-of-range values are undefined, as in Halide and C); int -> float rounds
   to nearest.
@@ -25,7 +28,7 @@ import numpy as np
 
 __all__ = [
     "Type", "bool_", "uint8", "uint16", "uint32", "int8", "int16", "int32",
-    "int64", "uint64", "float32", "float64", "ALL_TYPES", "match_types", "type_of_dtype",
+    "int64", "uint64", "float16", "float32", "float64", "ALL_TYPES", "match_types", "type_of_dtype",
 ]
 
 
@@ -94,6 +97,13 @@ class Type:
             return v - m if v >= (m >> 1) else v
         raise TypeError(f"wrap() needs an integer type, not {self}")
 
+    def significand_bits(self) -> int:
+        """A float type's precision in bits (the implicit leading bit included): every
+        integer of at most this many bits is exact in it."""
+        if not self.is_float():
+            raise TypeError(f"significand_bits() needs a float type, not {self}")
+        return {16: 11, 32: 24, 64: 53}[self.bits]
+
     def can_represent(self, v) -> bool:
         if self.is_float():
             return True
@@ -119,10 +129,11 @@ int16 = Type("int", 16)
 int32 = Type("int", 32)
 int64 = Type("int", 64)
 uint64 = Type("uint", 64)
+float16 = Type("float", 16)
 float32 = Type("float", 32)
 float64 = Type("float", 64)
 
-ALL_TYPES = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float32, float64)
+ALL_TYPES = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, float64)
 _BY_NAME = {str(t): t for t in ALL_TYPES}
 
 

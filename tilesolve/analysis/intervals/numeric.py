@@ -15,10 +15,12 @@ Integer rules (``fit``):
   assumed not to overflow (Halide's rule) and stay unbounded.  Narrow types are
   always finite.
 
-Float rules: float32 results are computed in float64 and rounded outward to
-float32 (sound because both roundings are monotone and float32 values are
-float64 values); transcendental functions are widened by a few ulps because
-numpy's float32 versions are not correctly rounded.
+Float rules: float16 and float32 results are computed in float64 and rounded
+outward to the type (sound because the roundings are monotone and float16 and
+float32 values are float64 values; a float16 result past 65504 rounds to inf, and
+the outward rounding keeps that); transcendental functions are widened by a few
+float32 ulps because numpy's float32 versions (which float16 math goes through
+before its one rounding to float16) are not correctly rounded.
 """
 from __future__ import annotations
 
@@ -39,14 +41,17 @@ def type_range(t) -> tuple:
     return (t.min_value(), t.max_value())
 
 
-def _f32(v: float, direction: float) -> float:
-    """Round ``v`` to float32 toward ``direction`` (-inf or +inf)."""
+def _round_to(t, v: float, direction: float) -> float:
+    """Round ``v`` to the float type ``t`` (16 or 32 bits) toward ``direction`` (-inf or
+    +inf); past the type's largest finite value that is inf (or the largest value, when
+    rounding back toward zero)."""
     if v != v or v in (INF, -INF):
         return v
+    kind = t.dtype.type
     with np.errstate(all="ignore"):
-        f = np.float32(v)
+        f = kind(v)
         if (direction < 0 and float(f) > v) or (direction > 0 and float(f) < v):
-            f = np.nextafter(f, np.float32(direction))
+            f = np.nextafter(f, kind(direction))
     return float(f)
 
 
@@ -59,8 +64,8 @@ def fit(t, lo, hi) -> tuple:
     if t.code == "float":
         if lo != lo or hi != hi:
             return EVERYTHING
-        if t.bits == 32:
-            return _f32(float(lo), -INF), _f32(float(hi), INF)
+        if t.bits < 64:
+            return _round_to(t, float(lo), -INF), _round_to(t, float(hi), INF)
         return float(lo), float(hi)
     if t.code == "bool":
         return (0 if lo <= 0 else 1), (1 if hi >= 1 else 0)
@@ -83,7 +88,7 @@ def fit(t, lo, hi) -> tuple:
 
 def _widen(t, lo, hi, ulps_rel: float) -> tuple:
     """Widen a float interval by a relative amount (for inexact libm results)."""
-    tiny = 1.5e-45 if t.bits == 32 else 5e-324
+    tiny = float(np.finfo(t.dtype).smallest_subnormal)
     if lo not in (INF, -INF):
         lo = lo - abs(lo) * ulps_rel - tiny
     if hi not in (INF, -INF):
@@ -194,10 +199,10 @@ def _fmod(t, a, b):
     """x - y * floor(x / y): in [0, y] for y > 0, up to rounding error."""
     big = max(abs(a[0]), abs(a[1]), abs(b[0]), abs(b[1]))
     smallest_b = 0.0 if b[0] <= 0 <= b[1] else min(abs(b[0]), abs(b[1]))
-    limit = 1e38 if t.bits == 32 else 1e307
-    if big == INF or smallest_b == 0 or max(abs(a[0]), abs(a[1])) / smallest_b >= limit:
-        return EVERYTHING       # x / y may overflow to inf: x - y * floor(inf) is +-inf
-    eps = big * (2.0 ** -20 if t.bits == 32 else 2.0 ** -49)
+    limit = float(np.finfo(t.dtype).max) / 4
+    if big >= limit or smallest_b == 0 or max(abs(a[0]), abs(a[1])) / smallest_b >= limit:
+        return EVERYTHING       # x / y (or y * floor(x / y)) may overflow: +-inf or NaN
+    eps = big * {16: 2.0 ** -8, 32: 2.0 ** -20}.get(t.bits, 2.0 ** -49)
     return fit(t, min(b[0], 0.0) - eps, max(b[1], 0.0) + eps)
 
 
@@ -211,13 +216,15 @@ def max_(t, a, b):
 
 # -- constants -----------------------------------------------------------------------
 def const(t, v) -> tuple:
-    """The interval of a constant of type ``t``: a float32 Const keeps a float64, its
-    value is the float32 nearest; NaN lies in no interval (everything)."""
+    """The interval of a constant of type ``t``: a float16 or float32 Const keeps a
+    float64, its value is the nearest value of ``t`` (inf past its range); NaN lies in no
+    interval (everything)."""
     if isinstance(v, float):
         if v != v:
             return EVERYTHING
-        if t.bits == 32:
-            v = float(np.float32(v))
+        if t.bits < 64:
+            with np.errstate(over="ignore"):
+                v = float(t.dtype.type(v))
         return (v, v)
     v = int(v)
     return (v, v)
@@ -306,7 +313,9 @@ def bits(op, t, a, b):
 
 
 def _rel(t):
-    return 2.0 ** -20 if t.bits == 32 else 2.0 ** -50
+    """Relative widening of a transcendental result: a few ulps of float32, where float32
+    and float16 are computed (float16 is then rounded outward by ``fit``)."""
+    return 2.0 ** -50 if t.bits == 64 else 2.0 ** -20
 
 
 def _call(fn, *xs):

@@ -15,8 +15,8 @@ ABI of the generated entry function
   dimension 0 must be 1: the code is specialized for dense rows (``<b>.stride.0`` is the
   constant 1, so accesses contiguous in x become vector loads); callers copy other arrays.
 * ``scalars[j]``: the j-th scalar argument (a Param), in its low bytes: integers and bool
-  sign- or zero-extended (only the low bits are read), float32 as its bit pattern in the
-  low 32 bits, float64 as its 64-bit pattern.
+  sign- or zero-extended (only the low bits are read), float16 and float32 as their bit
+  patterns in the low 16 or 32 bits, float64 as its 64-bit pattern.
 * ``num_threads``: the size of the thread team for parallel loops (``<= 0``: the runtime's
   default).
 * Returns 0, or an error code: 1 = a heap allocation failed (the rest of that
@@ -226,7 +226,8 @@ def _emit_entry(module, name, impl, bufs, scalars, checked: bool = False,
         raw = b.load(b.gep(pscal, [ir.Constant(I32, j)], inbounds=True), align=8)
         t = llvm_type(a.type)
         if a.type.is_float():
-            v = b.bitcast(b.trunc(raw, I32), t) if a.type.bits == 32 else b.bitcast(raw, t)
+            v = b.bitcast(b.trunc(raw, ir.IntType(a.type.bits)), t) if a.type.bits < 64 \
+                else b.bitcast(raw, t)
         else:
             v = b.trunc(raw, t)
         args.append(v)

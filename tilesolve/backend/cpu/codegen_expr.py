@@ -27,7 +27,9 @@ the divisor guarded so that neither 0 nor ``INT_MIN / -1`` can trap; float ``%``
 float32 division by an odd integer constant is an exact multiply in double (proof at
 ``_div_by_odd_integer``); math functions on float32 vectors are ``vecmath.py``'s code
 where it has them, else LLVM intrinsics (libm underneath) or libm calls (tan, atan2), so
-they may differ from numpy's by a few ulps.
+they may differ from numpy's by a few ulps.  float16 is LLVM's ``half`` in memory and
+registers; every op on it is computed in float32 and rounded to float16 once
+(``half.py``), so float16 math may use the float32 vector code.
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ from ...model import expr as E
 from ...model import ops
 from ...model.types import Type
 from ...model.visit import children
-from . import vecmath
+from . import half, vecmath
 from .codegen_lanes import SYMBOLIC, LaneEmitter, Ramp, is_varying  # noqa: F401 (Ramp: re-exported)
 
 I1 = ir.IntType(1)
@@ -65,8 +67,18 @@ def llvm_type(t: Type) -> ir.Type:
     if t.is_bool():
         return I1
     if t.is_float():
-        return F32 if t.bits == 32 else F64
+        return {16: half.HALF, 32: F32}.get(t.bits, F64)
     return ir.IntType(t.bits)
+
+
+def const_value(t: Type, value):
+    """A Const's value as LLVM writes it: a float16 is rounded to float16 first (past
+    65504, to inf, as the reference does)."""
+    if t.is_float() and t.bits == 16:
+        import numpy as np
+        with np.errstate(over="ignore"):
+            return float(np.float16(value))
+    return value
 
 
 def mem_type(t: Type) -> ir.Type:
@@ -77,6 +89,8 @@ def mem_type(t: Type) -> ir.Type:
 def _mangle(ty: ir.Type) -> str:
     if isinstance(ty, ir.VectorType):
         return f"v{ty.count}{_mangle(ty.element)}"
+    if isinstance(ty, ir.HalfType):
+        return "f16"
     if isinstance(ty, ir.FloatType):
         return "f32"
     if isinstance(ty, ir.DoubleType):
@@ -187,7 +201,7 @@ class ExprEmitter(LaneEmitter):
 
     def _emit_node(self, e, index):
         if isinstance(e, E.Const):
-            return ir.Constant(llvm_type(e.type), e.value)
+            return ir.Constant(llvm_type(e.type), const_value(e.type, e.value))
         if isinstance(e, (E.Var, E.Param)):
             return self.lookup(e.name)
         if isinstance(e, E.BufferExtent):
@@ -254,7 +268,26 @@ class ExprEmitter(LaneEmitter):
 
     def binop_values(self, op, t: Type, a, b, nsw=False):
         """``a op b`` on two ir values of one type (scalars or vectors of W lanes)."""
+        if _is_half(t):
+            return self._half_op(op, a, b)
         return ops.impl("llvm", op)(self, op, t, a, b, ("nsw",) if nsw else ())
+
+    def _half_op(self, name: str, *args):
+        """An op of the table on float16 operands: computed in float32, the result rounded
+        to float16 once.  Float ``%`` is ``a - b*floor(a/b)`` with each of its ops rounded
+        to float16, as the reference computes it."""
+        if name == "mod":
+            a, b = args
+            q = self._half_op("div", a, b)
+            return self._half_op("sub", a, self._half_op("mul", b, self._half_op("floor", q)))
+        bld = self.b
+        wide = [half.widen(bld, a) for a in args]
+        rule = ops.impl("llvm", name)
+        if ops.OPS[name].kind == "math":
+            r = rule(self, name, _FLOAT32, *wide)
+        else:
+            r = rule(self, name, _FLOAT32, *wide, ())
+        return r if ops.OPS[name].kind == "cmp" else half.narrow(bld, r)
 
     def _div_by_odd_integer(self, a, c: float):
         """float32 ``a / c`` for an odd integer ``c`` (3 <= |c| < 2**24), exactly.
@@ -355,9 +388,19 @@ class ExprEmitter(LaneEmitter):
         return self.convert(v, e.value.type, e.type)
 
     def convert(self, v, src: Type, dst: Type):
-        """Convert an ir value of type ``src`` to ``dst`` (scalar or vector)."""
+        """Convert an ir value of type ``src`` to ``dst`` (scalar or vector).  float16 goes
+        through float32: widened exactly as a source; as a destination, rounded once from
+        float32 (exact for every integer source: one of at most 24 bits is exact in
+        float32, a wider one is beyond float16's range either way) or from float64
+        (``half.narrow_double``)."""
         bld = self.b
         lanes = v.type.count if isinstance(v.type, ir.VectorType) else 1
+        if src != dst and _is_half(src):
+            v, src = half.widen(bld, v), _FLOAT32
+        if src != dst and _is_half(dst):
+            if src.is_float() and src.bits == 64:
+                return half.narrow_double(bld, v)
+            return half.narrow(bld, self.convert(v, src, _FLOAT32))
 
         def ty(t):
             return t if lanes == 1 else ir.VectorType(t, lanes)
@@ -389,6 +432,8 @@ class ExprEmitter(LaneEmitter):
         args = [self.emit(a) for a in e.args]
         if any(is_varying(a) for a in args):
             args = [self.vec(a) for a in args]
+        if _is_half(e.type) and e.name != "reinterpret":
+            return self._half_op(e.name, *args)
         return ops.impl("llvm", e.name)(self, e.name, e.type, *args)
 
 
@@ -411,6 +456,11 @@ def _operands(e, index: bool):
 
 
 _INT32 = Type("int", 32)
+_FLOAT32 = Type("float", 32)
+
+
+def _is_half(t: Type) -> bool:
+    return t.is_float() and t.bits == 16
 
 
 def _exact_via_double(b) -> bool:

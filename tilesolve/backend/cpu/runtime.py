@@ -26,6 +26,8 @@ ENTRY_PROTOTYPE = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_void_
 def pack_scalar(value, t: Type) -> int:
     """The int64 slot holding ``value`` as a scalar argument of type ``t``."""
     if t.is_float():
+        if t.bits == 16:
+            return struct.unpack("<h", struct.pack("<e", float(value)))[0]
         if t.bits == 32:
             return struct.unpack("<i", struct.pack("<f", float(value)))[0]
         return struct.unpack("<q", struct.pack("<d", float(value)))[0]

@@ -16,13 +16,22 @@ How each rule of ``types.py`` is kept:
 * casts to bool test ``!= 0``; other casts are C conversions (float -> int
   truncates); ``round`` is ``rint`` (ties to even in the default rounding mode);
 * ``select`` is ``?:`` (the untaken branch is not evaluated, which only
-  matters for Loads, and never changes a value).
+  matters for Loads, and never changes a value);
+* float16 is ``ts_f16``, a struct holding the IEEE binary16 bits (the layout of CUDA's
+  ``__half``, with no header needed): every op converts its operands to float
+  (``ts_hf``, exact), computes in float and rounds the result once (``ts_h``, to nearest,
+  ties to even); float ``%`` rounds each of its ops, as numpy does.  On the device the
+  conversions are the PTX instructions ``cvt.f32.f16`` and ``cvt.rn.f16.f32``; elsewhere
+  (the CPU shim) integer code.  A double is rounded to float16 once, through float
+  rounded to odd (``ts_hd``).
 """
 from __future__ import annotations
 
 import keyword
 import math
 import re
+
+import numpy as np
 
 from ...errors import LoweringError
 from ...lower.ir import Load
@@ -33,7 +42,7 @@ from ...model.types import Type
 _CTYPE = {("bool", 1): "bool", ("int", 8): "ts_i8", ("int", 16): "ts_i16",
           ("int", 32): "ts_i32", ("int", 64): "ts_i64", ("uint", 8): "ts_u8",
           ("uint", 16): "ts_u16", ("uint", 32): "ts_u32", ("uint", 64): "ts_u64",
-          ("float", 32): "float", ("float", 64): "double"}
+          ("float", 16): "ts_f16", ("float", 32): "float", ("float", 64): "double"}
 
 PRELUDE = r"""// ---- tilesolve CUDA prelude: scalar types and exact-semantics helpers ----
 typedef signed char ts_i8;  typedef unsigned char ts_u8;
@@ -88,6 +97,46 @@ __device__ __forceinline__ double ts_dmin(double a, double b) { return (a != a |
 __device__ __forceinline__ double ts_dmax(double a, double b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 __device__ __forceinline__ float ts_fmod(float a, float b) { return a - b * floorf(a / b); }
 __device__ __forceinline__ double ts_dmod(double a, double b) { return a - b * floor(a / b); }
+// float16: the binary16 bits; ops convert to float, compute, and round once
+struct ts_f16 { unsigned short bits; };
+__device__ __forceinline__ ts_f16 ts_hbits(unsigned short b) { ts_f16 h; h.bits = b; return h; }
+#ifdef __CUDA_ARCH__
+__device__ __forceinline__ float ts_hf(ts_f16 h) {
+  float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.bits)); return f; }
+__device__ __forceinline__ ts_f16 ts_h(float f) {
+  unsigned short b; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(b) : "f"(f)); return ts_hbits(b); }
+#else
+__device__ __forceinline__ float ts_hf(ts_f16 h) {
+  ts_u32 x = h.bits, sign = (x & 0x8000u) << 16, e = x & 0x7c00u, m = x & 0x3ffu, r;
+  if (e == 0x7c00u) r = 0x7f800000u | (m << 13) | (m ? 0x400000u : 0u);   // inf, NaN (quiet)
+  else if (e == 0) r = ts_reinterpret<ts_u32, float>((float)m * 5.9604644775390625e-08f);
+  else r = ((x & 0x7fffu) << 13) + 0x38000000u;
+  return ts_reinterpret<float, ts_u32>(sign | r); }
+__device__ __forceinline__ ts_f16 ts_h(float f) {      // to nearest, ties to even
+  ts_u32 x = ts_reinterpret<ts_u32, float>(f), sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu, r;
+  if (a > 0x7f800000u) r = 0x7e00u | ((a >> 13) & 0x3ffu);                   // NaN (quiet)
+  else if (a >= 0x477ff000u) r = 0x7c00u;                                     // 65520 on: inf
+  else if (a >= 0x38800000u) {                                                // normal
+    ts_u32 base = a - 0x38000000u; r = (base + 0xfffu + ((base >> 13) & 1u)) >> 13; }
+  else {                                                                      // subnormal, 0
+    ts_u32 s = 126u - (a >> 23); if (s > 31u) s = 31u;
+    ts_u32 m = (a & 0x7fffffu) | 0x800000u;
+    r = (m + (1u << (s - 1u)) - 1u + ((m >> s) & 1u)) >> s; }
+  return ts_hbits((unsigned short)(sign | r)); }
+#endif
+__device__ __forceinline__ ts_f16 ts_hd(double d) {    // once: through float rounded to odd
+  if (d != d) return ts_h((float)d);
+  if (d >= 65520.0 || d <= -65520.0) return ts_hbits(d > 0 ? 0x7c00 : 0xfc00);
+  float r = (float)d;
+  if ((double)r != d) {
+    ts_u32 b = ts_reinterpret<ts_u32, float>(r);
+    double ar = r < 0 ? -(double)r : (double)r, ad = d < 0 ? -d : d;
+    if (ar > ad) b -= 1u;
+    r = ts_reinterpret<float, ts_u32>(b | 1u); }
+  return ts_h(r); }
+__device__ __forceinline__ ts_f16 ts_hmod(ts_f16 a, ts_f16 b) {
+  ts_f16 q = ts_h(ts_hf(a) / ts_hf(b)), p = ts_h(ts_hf(b) * floorf(ts_hf(q)));
+  return ts_h(ts_hf(a) - ts_hf(p)); }
 // ---- end of prelude ----
 """
 
@@ -163,6 +212,9 @@ def literal(c: E.Const) -> str:
     t, v = c.type, c.value
     if t.is_bool():
         return "true" if v else "false"
+    if t.is_float() and t.bits == 16:
+        with np.errstate(over="ignore"):
+            return f"ts_hbits({int(np.float16(v).view(np.uint16))}u)"
     if t.is_float():
         suffix = "f" if t.bits == 32 else ""
         if math.isnan(v):
@@ -236,7 +288,7 @@ class ExprPrinter:
         if isinstance(e, Load):
             return f"{self.names(e.buffer)}[{args[0]}]"
         if isinstance(e, E.Cast):
-            return f"({args[0]} != 0)" if e.type.is_bool() else f"(({ctype(e.type)}){args[0]})"
+            return _cast(e.value.type, e.type, args[0])
         if isinstance(e, E.BinOp):
             return ops.impl("cuda", e.op)(self, e, *args)
         if isinstance(e, E.Not):
@@ -253,6 +305,22 @@ class ExprPrinter:
             raise LoweringError(f"the CUDA backend got an unlowered {type(e).__name__} node ({e}); "
                                 "lowering should have replaced it")
         raise LoweringError(f"the CUDA backend cannot print a {type(e).__name__} node ({e})")
+
+
+def _is_half(t: Type) -> bool:
+    return t.is_float() and t.bits == 16
+
+
+def _cast(src: Type, dst: Type, a: str) -> str:
+    """A C conversion with the rules of types.py; float16 through float (exact as a
+    source; as a destination rounded once, from float, an integer or a double)."""
+    if _is_half(src) and src != dst:
+        a, src = f"ts_hf({a})", Type("float", 32)
+    if dst.is_bool():
+        return f"({a} != 0)"
+    if _is_half(dst) and src != dst:
+        return f"ts_hd({a})" if src.bits == 64 and src.is_float() else f"ts_h((float)({a}))"
+    return f"(({ctype(dst)}){a})"
 
 
 def _operands(e: E.Expr, ix: bool) -> tuple:
@@ -276,6 +344,8 @@ def _operands(e: E.Expr, ix: bool) -> tuple:
 # -- the op table's CUDA C spellings: rule(printer, e, *printed operands) ------------------
 @ops.register("cuda", *ops.of_kind("cmp"))
 def _c_compare(p, e, a, b):
+    if _is_half(e.a.type):
+        a, b = f"ts_hf({a})", f"ts_hf({b})"
     return f"({a} {_CMP[e.op]} {b})"
 
 
@@ -296,6 +366,13 @@ def _c_bits(p, e, a, b):
 def _c_arith(p, e, a, b):
     op, t = e.op, e.a.type
     ct = ctype(t)
+    if _is_half(t):
+        if op == "mod":
+            return f"ts_hmod({a}, {b})"
+        a, b = f"ts_hf({a})", f"ts_hf({b})"
+        if op in _ARITH:
+            return f"ts_h({a} {_ARITH[op]} {b})"
+        return f"ts_h(ts_f{op}({a}, {b}))"
     if t.is_float():
         if op in _ARITH:
             return f"({a} {_ARITH[op]} {b})"
@@ -326,5 +403,7 @@ def _c_math(p, e, args):
     if not t.is_float():
         raise LoweringError(f"math function {e.name} on {t} ({e}); the model converts its "
                             "arguments to float first")
+    if _is_half(t):                      # in float, rounded once
+        return f"ts_h({_MATH32[e.name]}({', '.join(f'ts_hf({a})' for a in args)}))"
     table = _MATH32 if t.bits == 32 else _MATH64
     return f"{table[e.name]}({', '.join(args)})"
