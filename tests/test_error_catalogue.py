@@ -373,6 +373,48 @@ def test_output_read_before_its_min_by_another_output():
         ts.compile(p).realize([4], src=arr)
 
 
+# -- float16 values out of its range, and arrays of another float type -----------------------
+def _f16_pipeline():
+    img, k = ts.ImageParam(ts.float16, 1, "img"), ts.Param(ts.float16, "k", 1.5)
+    f = ts.Func("f")
+    f[x] = img[x] * k
+    return ts.Pipeline(f)
+
+
+def _f16_runners():
+    yield ts.reference.realize
+    yield lambda pipe, sizes, **kw: ts.compile(pipe).realize(sizes, **kw)
+    try:
+        import halide  # noqa: F401
+    except ImportError:
+        return
+    from tilesolve.interop import halide as th
+    yield lambda pipe, sizes, **kw: th.translate(pipe).realize(sizes, **kw)
+
+
+def test_float16_param_past_65504_is_refused_by_every_realize():
+    p = _f16_pipeline()
+    for run in _f16_runners():
+        with pytest.raises(RealizeError, match=r"param 'k' is float16; 70000.0 is out of its "
+                                               r"range \(the largest finite float16 is 65504\)"):
+            run(p, [4], img=np.ones(4, np.float16), k=70000.0)
+        # inf is a float16 value: passed through
+        assert np.isinf(run(p, [4], img=np.ones(4, np.float16), k=np.inf)).all()
+
+
+def test_float16_param_default_past_its_range():
+    with pytest.raises(PipelineError, match=r"Param q: default 100000.0 is out of the range "
+                                            r"of float16"):
+        ts.Param(ts.float16, "q", 1e5)
+
+
+def test_float16_input_given_a_float32_array_names_the_input():
+    p = _f16_pipeline()
+    for run in _f16_runners():
+        with pytest.raises(RealizeError, match=r"input 'img'(?=.*float16)(?=.*float32)"):
+            run(p, [4], img=np.ones(4, np.float32))
+
+
 # -- ts.compile and solve_schedule arguments ----------------------------------------------
 def test_compile_with_a_string_for_the_schedule():
     p = _scaled()

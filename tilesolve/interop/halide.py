@@ -152,9 +152,9 @@ class HalidePipeline:
         for name, img in src.images.items():
             self.images[name] = hl.ImageParam(hl_type(img.type), img.dims, names.fresh(name))
         for name, p in src.params.items():
-            hp = hl.Param(hl_type(p.type), names.fresh(name))
+            hp = hl.Param(_param_type(hl, p.type), names.fresh(name))
             if p.default is not None:
-                hp.set(p.default)
+                hp.set(_param_value(name, p.type, p.default))
             self.params[name] = hp
         for name in src.order():
             self.funcs[name] = hl.Func(names.fresh(name))
@@ -219,7 +219,7 @@ class HalidePipeline:
             self.images[name].set(self.hl.Buffer(arr))
         for name, p in self.source.params.items():
             if name in inputs_and_params:
-                self.params[name].set(inputs_and_params[name])
+                self.params[name].set(_param_value(name, p.type, inputs_and_params[name]))
             elif p.default is None:
                 raise RealizeError(f"realize(): missing param {name!r} ({p.type}), which has no default")
         self._keep = keep
@@ -272,6 +272,27 @@ class HalidePipeline:
 
     def __repr__(self) -> str:
         return f"HalidePipeline({self.source!r})"
+
+
+def _param_type(hl, t):
+    """The Halide type of a Param of type ``t``.  A float16 Param is a float32 Param,
+    read as float16 (its value is a float16 value, so the cast is exact): Halide's Python
+    bindings cannot set a float16 Param (``Param::set<float16>`` is unsupported)."""
+    return hl.Float(32) if t == T.float16 else hl_type(t)
+
+
+def _param_value(name: str, t, v):
+    """The value given to the Halide Param ``name`` of type ``t`` (float16: rounded to
+    float16 here, once, as the reference rounds it; past its range, the reference's
+    RealizeError)."""
+    if t == T.float16:
+        with np.errstate(over="ignore"):
+            h = np.float16(v)
+        if np.isinf(h) and np.isfinite(float(v)):
+            raise RealizeError(f"realize(): param {name!r} is float16; {v!r} is out of its "
+                               "range (the largest finite float16 is 65504)")
+        return float(h)
+    return v
 
 
 def translate(pipeline: Pipeline) -> HalidePipeline:
@@ -344,6 +365,8 @@ class _ExprTranslator:
         if isinstance(e, E.RVar):
             return hl.Expr(self.rdom(e.rdom)[e.index])
         if isinstance(e, E.Param):
+            if e.type == T.float16:                 # see _param_type
+                return hl.cast(hl.Float(16), self.hp.params[e.name])
             return hl.Expr(self.hp.params[e.name])
         if isinstance(e, E.BufferExtent):
             return self.hp.images[e.image].dim(e.dim).extent()
