@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import tilesolve as ts
 from tilesolve.analysis.intervals import numeric as N
+from tilesolve.backend.cuda.nvcc import find_nvcc
 from tilesolve.model import types as T
 
 x, y = ts.Var("x"), ts.Var("y")
@@ -369,3 +370,20 @@ def test_float16_blur_solved_for_a_xeon_vectorized_matches_the_reference():
     once = (((wide[:, :-2] + wide[:, 1:-1] + wide[:, 2:]) / 3)[:, :201])
     once = ((once[:-2] + once[1:-1] + once[2:]) / 3)[:128].astype(np.float16)
     assert not _same(once, want).all()
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="compiling CUDA C for a GPU needs nvcc")
+def test_float16_cuda_c_compiles_for_the_device_with_ptx_conversions():
+    """On the device, ts_f16 converts with cvt.f32.f16 and cvt.rn.f16.f32 (the CPU shim's
+    integer code is what the emulation tests run)."""
+    from tilesolve.backend.cuda import build_cuda
+    from tilesolve.backend.cuda.nvcc import compile_cuda_source
+    a, b = ts.ImageParam(ts.float16, 1, "a"), ts.ImageParam(ts.float64, 1, "b")
+    f = ts.Func("f")
+    f[x] = ts.sqrt(a[x] * a[x]) % a[x] + ts.cast(ts.float16, b[x])
+    p = ts.Pipeline(f)
+    s = ts.Schedule(p, target="cuda")
+    s[f].gpu_tile(x, ts.Var("xo"), ts.Var("xi"), 32)
+    build = build_cuda(p, s, "h100")
+    ptx = compile_cuda_source(build.program.source, "sm_90", output="ptx").binary.decode()
+    assert "cvt.f32.f16" in ptx and "cvt.rn.f16.f32" in ptx
