@@ -71,7 +71,8 @@ def test_int_to_float16_round_trips_only_when_exact():
 
 # -- intervals ---------------------------------------------------------------------------
 def test_float16_intervals_round_outward_and_overflow_to_inf():
-    assert N.fit(ts.float16, 1.0001, 2.0001) == (1.0, float(np.nextafter(np.float16(2), np.float16(3))))
+    above_two = float(np.nextafter(np.float16(2), np.float16(3)))
+    assert N.fit(ts.float16, 1.0001, 2.0001) == (1.0, above_two)
     assert N.fit(ts.float16, -70000.0, 65519.0) == (-np.inf, np.inf)
     assert N.fit(ts.float16, 65504.0, 65504.0) == (65504.0, 65504.0)
     assert N.const(ts.float16, 1e6) == (np.inf, np.inf)

@@ -133,7 +133,8 @@ float16 = Type("float", 16)
 float32 = Type("float", 32)
 float64 = Type("float", 64)
 
-ALL_TYPES = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64, float16, float32, float64)
+ALL_TYPES = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+             float16, float32, float64)
 _BY_NAME = {str(t): t for t in ALL_TYPES}
 
 
