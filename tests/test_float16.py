@@ -220,6 +220,21 @@ def test_float16_params_on_the_cpu_and_in_halide():
         np.testing.assert_array_equal(hp.realize([37], img=data, **kw), want)
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="the CUDA emulation needs g++")
+def test_a_float16_param_under_the_cuda_emulation():
+    from tilesolve.backend.cuda import emulate_cuda
+    img, k = ts.ImageParam(ts.float16, 1, "img"), ts.Param(ts.float16, "k", 1.5)
+    f = ts.Func("f")
+    f[x] = img[x] * k + k
+    p = ts.Pipeline(f)
+    data = np.linspace(-3, 3, 37).astype(np.float16)
+    s = ts.solve_schedule(p, "h100", {"f": [37], "img": [37]}, method="greedy")
+    em = emulate_cuda(p, s)
+    for kv in (0.1, -2.5e-7):
+        np.testing.assert_array_equal(em.realize([37], img=data, k=kv),
+                                      ts.reference.realize(p, [37], img=data, k=kv))
+
+
 # -- the conversion runtime, for targets without half instructions -------------------------
 x86_only = pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
                               reason="the baseline x86-64 target (no F16C) is an x86 target")
