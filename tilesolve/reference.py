@@ -159,7 +159,8 @@ def bind_arguments(pipeline: Pipeline, kwargs: dict, mins: dict | None = None):
         raise RealizeError(f"realize(): {given[0]!r} is the min of dimension {d} of input "
                            f"{img!r}; it comes from the buffer passed (ts.Buffer(array, "
                            "mins=[...])), not as an argument")
-    kwargs = dict(kwargs, **{p: mins.get(img, (0,) * 8)[d] for p, (img, d) in auto.items()})
+    if auto:
+        kwargs = dict(kwargs, **{p: mins.get(img, (0,) * 8)[d] for p, (img, d) in auto.items()})
     valid = list(pipeline.images) + list(pipeline.params)
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:

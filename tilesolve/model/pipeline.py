@@ -54,13 +54,17 @@ class Pipeline:
 
     def buffer_min_params(self) -> dict:
         """``{Param name: (input name, dimension)}`` for the inputs' ``dim(d).min()`` Params
-        the algorithm reads (bound from the buffers at run time)."""
-        out = {}
-        for name, img in self.images.items():
-            for d in range(img.dims):
-                p = img.min_param(d)
-                if self.params.get(p.name) is p:
-                    out[p.name] = (name, d)
+        the algorithm reads (bound from the buffers at run time); found once, as the
+        pipeline does not change after it is built."""
+        out = self.__dict__.get("_buffer_min_params")
+        if out is None:
+            out = {}
+            for name, img in self.images.items():
+                for d in range(img.dims):
+                    p = img.min_param(d)
+                    if self.params.get(p.name) is p:
+                        out[p.name] = (name, d)
+            self._buffer_min_params = out
         return out
 
     def expand_names(self, by_name: dict) -> dict:

@@ -59,6 +59,8 @@ class CompiledPipeline:
         self.cache_hit = kernel.jit.cache_hit
         self.notes = tuple(lowered.notes) + tuple(generated.notes)
         self._regions = RegionCheck.of(lowered, pipeline)   # memoizes per shapes
+        # a build lowered with buffer_mins takes each buffer's mins as scalar arguments
+        self._takes_mins = any(a.name.endswith(".min.0") for a in generated.scalar_args)
         self._build_shifted = None       # set by ts.compile: the build that takes mins
         self._shifted = None
         self._profiler = None
@@ -154,10 +156,6 @@ class CompiledPipeline:
         if all_mins and not self._takes_mins:
             build = self._shifted_build()
         return build._run(out_sizes, out_list, images, params, all_mins)
-
-    @property
-    def _takes_mins(self) -> bool:
-        return any(a.name.endswith(".min.0") for a in self.generated.scalar_args)
 
     def _shifted_build(self) -> "CompiledPipeline":
         if self._shifted is None:
