@@ -127,6 +127,39 @@ def test_input_overlapping_output_is_copied(compiled):
     np.testing.assert_array_equal(out, want)
 
 
+def test_repeated_calls_reuse_the_checked_arguments_and_check_what_can_change():
+    """A second call with the same shapes and Params runs from the kept plan: new data
+    gives new results, a new Param value or shape is checked again, and what a plan cannot
+    know (an out= made read-only, an out= overlapping an input) is still caught."""
+    fast = compile_lowered(make_pipeline(), hand_lowered(), num_threads=2)
+    rng = np.random.default_rng(5)
+    a, b = (rng.random((4, 17)).astype(np.float32) for _ in range(2))
+    out = np.zeros((4, 16), np.float32)
+    fast.realize([16, 4], out=out, inp=a, k=2.0)
+    assert len(fast._plans) == 1
+    for arr, k in ((b, 2.0), (a, 2.0), (b, -0.0), (b, 0.0)):
+        got = fast.realize([16, 4], out=out, inp=arr, k=k)
+        assert got is out
+        np.testing.assert_array_equal(out, _want(arr, k, 16, 4))
+        assert np.signbit(out).all() == (k == 0 and np.signbit(k))
+    assert len(fast._plans) == 3                       # k = 2.0, -0.0 and 0.0
+    np.testing.assert_array_equal(fast.realize([16, 4], inp=b, k=2.0), _want(b, 2.0, 16, 4))
+    np.testing.assert_array_equal(fast.realize([16, 4], inp=b, k=2.0), _want(b, 2.0, 16, 4))
+    with pytest.raises(RealizeError, match="too small"):     # another shape: checked
+        fast.realize([16, 4], out=out, inp=b[:, :16].copy(), k=2.0)
+    with pytest.raises(RealizeError, match="param 'k'.*out of its range"):
+        fast.realize([16, 4], out=out, inp=b, k=1e39)
+    out.flags.writeable = False
+    with pytest.raises(RealizeError, match="not writeable"):
+        fast.realize([16, 4], out=out, inp=b, k=2.0)
+    both = np.zeros((4, 17), np.float32)
+    src = rng.random((4, 17)).astype(np.float32)
+    both[...] = src
+    fast.realize([16, 4], out=np.zeros((4, 16), np.float32), inp=both, k=2.0)
+    got = fast.realize([16, 4], out=both[:, :16], inp=both, k=2.0)    # overlaps: copied
+    np.testing.assert_array_equal(got, _want(src, 2.0, 16, 4))
+
+
 @pytest.mark.parametrize("kwargs,sizes,pattern", [
     ({"inp": np.zeros((4, 16), np.float32), "k": 1.0}, [16, 4],
      r"input 'inp' is too small: dimension 0 \(numpy axis 1\) must cover \[0, 16\].*extent 16"),

@@ -18,8 +18,10 @@ input, dimension, region needed and shape given) and never crash the process:
   code addresses outputs through their strides as it does inputs) and not overlap each
   other; every flat index must fit in int32.
 
-A call keeps no state in the object (apart from a memo of the regions read for given
-argument shapes, filled atomically), so several Python threads may realize the same
+A call keeps no state in the object apart from memos filled atomically: the regions read
+for given argument shapes, and the packed arguments of a call that passed every check,
+kept under its signature (``call_plan.py``: a repeated call with the same shapes and
+Params runs without checking again what cannot have changed).  So several Python threads may realize the same
 CompiledPipeline at once (ctypes releases the GIL while native code runs).
 
 Profiled builds (``ts.compile(..., profile=True)``): each call fills its own counters
@@ -34,6 +36,7 @@ from ...errors import LoweringError, RealizeError, TilesolveError
 from ...lower.regions import RegionCheck
 from .codegen import GeneratedModule
 from .codegen_memory import ERR_ALLOC, ERR_BOUNDS
+from .call_plan import MISS, CallPlan, signature
 from .runtime import NativeKernel
 
 __all__ = ["CompiledPipeline"]
@@ -64,6 +67,7 @@ class CompiledPipeline:
         self._build_shifted = None       # set by ts.compile: the build that takes mins
         self._shifted = None
         self._profiler = None
+        self._plans: dict = {}           # call signature -> CallPlan (call_plan.py)
         if generated.profile is not None:
             from .profile_report import Profiler
             self._profiler = Profiler(lowered.name, generated.profile,
@@ -129,6 +133,20 @@ class CompiledPipeline:
         ``sizes`` given as a ``ts.Buffer``) computes the outputs over ``[min, min +
         size)``.  Such a call runs a second build of the pipeline whose code takes the
         mins as arguments (compiled on first use)."""
+        key = None
+        if mins is None and self._profiler is None:
+            key = signature(sizes, out, inputs_and_params)
+            plan = self._plans.get(key) if key is not None else None
+            if plan is not None:
+                outs, bufs = plan.arrays(out, inputs_and_params)
+                if outs is not MISS:
+                    fault = [0, 0, 0]
+                    rc = self._kernel.call([b.ctypes.data for b in bufs], plan.cdims,
+                                           plan.cscal, self.num_threads, fault)
+                    if rc:
+                        names = [a.name for a in self.generated.buffer_args]
+                        self._raise_for(rc, fault, dict(zip(names, bufs)))
+                    return plan.shaped(outs)
         from ...reference import (Buffer, bind_arguments, output_mins, output_sizes,
                                   split_buffers)
         if isinstance(sizes, Buffer) or (isinstance(sizes, (list, tuple)) and sizes and
@@ -152,10 +170,10 @@ class CompiledPipeline:
         images, params = bind_arguments(self.pipeline, inputs_and_params, in_mins)
         out_sizes = output_sizes(self.pipeline, sizes)
         all_mins = {**in_mins, **output_mins(self.pipeline, mins, out_sizes)}
-        build = self
-        if all_mins and not self._takes_mins:
-            build = self._shifted_build()
-        return build._run(out_sizes, out_list, images, params, all_mins)
+        if all_mins:
+            build = self if self._takes_mins else self._shifted_build()
+            return build._run(out_sizes, out_list, images, params, all_mins)
+        return self._run(out_sizes, out_list, images, params, all_mins, key)
 
     def _shifted_build(self) -> "CompiledPipeline":
         if self._shifted is None:
@@ -166,7 +184,9 @@ class CompiledPipeline:
             self._shifted = self._build_shifted()
         return self._shifted
 
-    def _run(self, out_sizes, out, images, params, mins):
+    def _run(self, out_sizes, out, images, params, mins, key=None):
+        """Check the regions, run the code; keep a ``CallPlan`` under ``key`` (the call's
+        signature) when the call succeeds and passed its inputs as they were."""
         from ...reference import shaped_outputs
         if self._takes_mins:
             params = dict(params)
@@ -175,7 +195,10 @@ class CompiledPipeline:
                 for d in range(a.dims):
                     params[f"{a.name}.min.{d}"] = np.int32(m[d])
         outputs = self._outputs(out_sizes, out)
-        images = {n: self._input_view(n, a, outputs) for n, a in images.items()}
+        views = {n: self._input_view(n, a, outputs) for n, a in images.items()}
+        if any(views[n] is not a for n, a in images.items()):
+            key = None                   # a copied input: this call's plan does not apply
+        images = views
         arrays = {**images, **outputs}
         self._regions(out_sizes, images, arrays, params, mins)
         bufs = []
@@ -190,18 +213,31 @@ class CompiledPipeline:
         fault = [0, 0, 0]
         counters = (self._profiler.counters(self.num_threads) if self._profiler is not None
                     else None)
-        rc = self._kernel(bufs, scalars, self.num_threads, fault, counters)
+        cdims, cscal = self._kernel.pack(bufs, scalars, counters)
+        rc = self._kernel.call([b.ctypes.data for b in bufs], cdims, cscal,
+                               self.num_threads, fault)
         if counters is not None:
             self._profiler.record(counters)
+        if rc:
+            self._raise_for(rc, fault, arrays)
+        names = self.pipeline.output_names
+        if key is not None:
+            if len(self._plans) > 64:
+                self._plans.clear()
+            self._plans[key] = CallPlan(
+                [a.name for a in self.generated.buffer_args], images, outputs, names,
+                [self.pipeline.func(n).is_scalar for n in names], cdims, cscal)
+        return shaped_outputs(self.pipeline, [outputs[n] for n in names])
+
+    def _raise_for(self, rc: int, fault, arrays: dict) -> None:
+        """The error for the code's return code ``rc`` (not 0)."""
         if rc == ERR_BOUNDS and self.generated.checked:
             raise RealizeError(_fault_message(self.lowered.name, self.generated.fault_names,
                                               fault, arrays, self.pipeline))
         if rc == ERR_ALLOC:
             raise MemoryError(f"{self.lowered.name}: a heap allocation failed in the compiled "
                               "code; the outputs are incomplete")
-        if rc != 0:
-            raise RealizeError(f"{self.lowered.name}: the compiled code returned error {rc}")
-        return shaped_outputs(self.pipeline, [outputs[n] for n in self.pipeline.output_names])
+        raise RealizeError(f"{self.lowered.name}: the compiled code returned error {rc}")
 
     def _outputs(self, out_sizes: dict, out) -> dict:
         names = self.pipeline.output_names

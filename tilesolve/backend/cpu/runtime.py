@@ -47,6 +47,7 @@ class NativeKernel:
                              key_extra=("profile",) if gen.profile is not None else (),
                              unroll=unroll)
         self._fn = ENTRY_PROTOTYPE(self.jit.address(gen.entry))
+        self._extra = 3 if gen.checked else 0      # a checked build's fault slots
 
     def __call__(self, arrays, scalars=(), num_threads: int = 0, fault=None,
                  counters=None) -> int:
@@ -57,31 +58,45 @@ class NativeKernel:
         written into the list ``fault`` when one is given.  Profiled builds: ``counters``
         is the zeroed int64 array of ``GeneratedModule.profile.size(rows)`` counters, its
         element 0 set to ``rows`` (required)."""
+        cdims, cscal = self.pack(arrays, scalars, counters)
+        return self.call([a.ctypes.data for a in arrays], cdims, cscal, num_threads, fault)
+
+    def pack(self, arrays, scalars=(), counters=None) -> tuple:
+        """The entry's shape and scalar arguments for ``arrays`` and ``scalars``: what a
+        call needs besides the data pointers, so that calls with the same shapes and
+        scalars may reuse it (``call``)."""
         gen = self.generated
         if len(arrays) != len(gen.buffer_args) or len(scalars) != len(gen.scalar_args):
             raise TypeError(f"{gen.entry} takes {len(gen.buffer_args)} arrays and "
                             f"{len(gen.scalar_args)} scalars")
-        ptrs = (ctypes.c_void_p * max(1, len(arrays)))()
         dims = []
-        for i, a in enumerate(arrays):
-            ptrs[i] = a.ctypes.data
+        for a in arrays:
             size = a.itemsize
             for ext, st in zip(reversed(a.shape), reversed(a.strides)):
                 dims.append(ext)
                 dims.append(st // size)
         cdims = (ctypes.c_int32 * max(1, len(dims)))(*dims)
-        extra = 3 if gen.checked else 0
         profiled = gen.profile is not None
         if profiled and (counters is None or counters.dtype != "int64" or
                          not counters.flags.c_contiguous or
                          counters.size < gen.profile.size(int(counters[0]))):
             raise TypeError(f"{gen.entry} is profiled: it needs its int64 counters array")
-        cscal = (ctypes.c_int64 * max(1, len(scalars) + extra + profiled))(
+        cscal = (ctypes.c_int64 * max(1, len(scalars) + self._extra + profiled))(
             *[pack_scalar(v, a.type) for v, a in zip(scalars, gen.scalar_args)])
         if profiled:
-            cscal[len(scalars) + extra] = counters.ctypes.data
-        rc = self._fn(ptrs, cdims, cscal, int(num_threads))     # ``arrays`` stay alive
+            cscal[len(scalars) + self._extra] = counters.ctypes.data
+        return cdims, cscal
+
+    def call(self, pointers, cdims, cscal, num_threads: int = 0, fault=None) -> int:
+        """Run the entry on the data at ``pointers`` with arguments from ``pack`` (not
+        modified: a checked build writes its fault into a copy)."""
+        ptrs = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+        extra = self._extra
+        if extra:
+            cscal = type(cscal).from_buffer_copy(cscal)
+        rc = self._fn(ptrs, cdims, cscal, int(num_threads))     # the arrays stay alive
         if extra and fault is not None:
-            fault[:] = list(cscal[len(scalars):len(scalars) + 3])
+            n = len(self.generated.scalar_args)
+            fault[:] = list(cscal[n:n + 3])
         return rc
 
