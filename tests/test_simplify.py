@@ -195,6 +195,8 @@ def test_every_rule_of_the_table_fires():
         (E.Cast(ts.int32, x), x), (~~ts.cast(ts.bool_, x), ts.cast(ts.bool_, x)),
         (x >= y, y <= x), ((x < y) | (x < y), x < y),
         (ts.cast(ts.int32, u) / 256, c(ts.int32, 0)),
+        (ts.min(ts.min(x, y), ts.min(z, x)), simplify(ts.min(ts.min(x, y), z))),
+        (ts.max(ts.max(x, y + 1), x), simplify(ts.max(x, y + 1))),
     ]
     RULES.trace = fired = set()
     try:

@@ -309,6 +309,29 @@ def mod_linear(s, x, k):
 
 # -- integer min and max ---------------------------------------------------------------------
 @rule(Pat(None, (xi, yi), "e"), keys=("min", "max"))
+def minmax_repeated(s, x, y, e):
+    """``min(min(a, b), min(b, c))  ->  min(min(a, b), c)``: an operand already in the
+    chain of integer mins (maxes) is dropped (region unions repeat their call sites'
+    bounds; Exprs are hash-consed, so a repeat is the same object)."""
+    leaves, seen, stack, count = [], set(), [y, x], 0
+    while stack:
+        n = stack.pop()
+        if type(n) is E.BinOp and n.op == e.op:
+            stack += (n.b, n.a)
+            continue
+        count += 1
+        if id(n) not in seen:
+            seen.add(id(n))
+            leaves.append(n)
+    if count == len(leaves):
+        return None
+    out = leaves[0]
+    for n in leaves[1:]:
+        out = E.BinOp(e.op, out, n)
+    return out
+
+
+@rule(Pat(None, (xi, yi), "e"), keys=("min", "max"))
 def minmax_ordered(s, x, y, e):
     (xlo, xhi), (ylo, yhi) = s.b(x), s.b(y)
     x_le, y_le = xhi <= ylo, yhi <= xlo

@@ -152,6 +152,8 @@ class _Builder:
             ok = prove(ext >= f_)
             if ok is False or (ok is None and guard_shifts):
                 tail = "guard_with_if"
+                if ok is None:
+                    self.converted.append(lp.ir)
             else:
                 base = E.min_(base, mn + ext - f_)
                 if ok is None:
@@ -191,6 +193,7 @@ class _Builder:
 
     def build(self, d, inliner, guard_shifts: bool):
         self.used, self.ranges, self.rounded, self.full = set(), {}, set(), {}
+        self.converted = []            # splits made guard_with_if for small extents
         loops, sub = self.original_loops(d)
         cur, defs, guards, conds = self.apply(loops, guard_shifts)
         self._drop_grown_ranges(defs)
@@ -208,6 +211,13 @@ class _Builder:
         outer_first = list(reversed(self.ss.dims))
         order = [cur[dm.var] for dm in outer_first]
         kinds = [dm.kind for dm in outer_first]
+        if guard_shifts and len(self.converted) == 1:
+            # the nest taken when the one split whose factor may exceed its extent does:
+            # that dimension is shorter than the factor, so its vector and unrolled loops
+            # run plain (no masked vectors to partition, no unrolled copies: less code)
+            pre = self.converted[0] + "."
+            kinds = ["serial" if k in ("vectorized", "unrolled") and lp.ir.startswith(pre)
+                     else k for k, lp in zip(kinds, order)]
         # no steady-state version on GPUs, nor in the nest for extents smaller than a
         # split's factor (``guard_shifts``: taken only for tiny images)
         full = {} if guard_shifts or any(k.startswith("gpu") for k in kinds) else self.full
