@@ -36,9 +36,13 @@ needs no lock.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import struct
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -50,17 +54,25 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from . import heap
+from .llvm_passes import run_o3
+from .llvm_split import split_module
 from .parallel import install_runtime
 from .target import LLVM_LOCK, Target, host_target
 
 __all__ = ["optimize", "JitModule", "DiskCache", "CacheEntry", "default_cache_dir",
            "CACHE_FORMAT"]
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _MAGIC = b"TSOBJ%03d\n" % CACHE_FORMAT
 _SUFFIX = ".tsobj"
 
 IRInput = Union[str, ir.Module]
+
+# A module of at least this many lines of IR is compiled in parts side by side
+# (``llvm_split.py``): below it, starting a worker costs more than it saves.
+SPLIT_LINES = 12000
+_WORKER = Path(__file__).with_name("llvm_worker.py")
+PART_MARK = "; ---- tilesolve: the next part of the module ----"
 
 
 def default_cache_dir(environ: Mapping[str, str]) -> Path:
@@ -122,12 +134,7 @@ def optimize(module: IRInput, target: Target | None = None,
         mod.data_layout = target.info.data_layout
         mod.verify()
         _apply_unroll_threshold(unroll_threshold(unroll))
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(target.machine(), pto)
-        pb.getModulePassManager().run(mod, pb)
+        run_o3(mod, target.machine())
         return mod
 
 
@@ -135,8 +142,8 @@ def optimize(module: IRInput, target: Target | None = None,
 class CacheEntry:
     """What the cache stores for one key."""
 
-    object_code: bytes
-    optimized_ir: str
+    objects: tuple           # object code, one per part of the module
+    optimized_ir: str        # the parts' optimized IR, joined by PART_MARK lines
 
 
 class DiskCache:
@@ -186,8 +193,8 @@ class DiskCache:
 
     def store(self, key: str, entry: CacheEntry) -> bool:
         """Write ``entry`` atomically; on an OS error warn and return False."""
-        payload = struct.pack("<Q", len(entry.object_code)) + entry.object_code \
-            + entry.optimized_ir.encode()
+        payload = struct.pack("<Q", len(entry.objects)) + b"".join(
+            struct.pack("<Q", len(o)) + o for o in entry.objects) + entry.optimized_ir.encode()
         blob = _MAGIC + hashlib.sha256(payload).digest() + payload
         tmp = None
         try:
@@ -212,6 +219,19 @@ class DiskCache:
                 f"misses={self.misses}, corrupt={self.corrupt})")
 
 
+def _worker_result(returncode: int, out: bytes, err: bytes):
+    """``(object code, optimized IR)`` from a worker's output, or None if it failed."""
+    if returncode != 0 or len(out) < 8:
+        return None
+    (n,) = struct.unpack_from("<Q", out)
+    if 8 + n > len(out):
+        return None
+    try:
+        return bytes(out[8:8 + n]), out[8 + n:].decode()
+    except UnicodeDecodeError:
+        return None
+
+
 def _decode(blob: bytes) -> CacheEntry | None:
     head = len(_MAGIC) + 32
     if len(blob) < head + 8 or not blob.startswith(_MAGIC):
@@ -219,30 +239,42 @@ def _decode(blob: bytes) -> CacheEntry | None:
     digest, payload = blob[len(_MAGIC):head], blob[head:]
     if hashlib.sha256(payload).digest() != digest:
         return None
-    (nobj,) = struct.unpack_from("<Q", payload)
-    if 8 + nobj > len(payload):
-        return None
+    (count,) = struct.unpack_from("<Q", payload)
+    pos, objects = 8, []
+    for _ in range(count):
+        if pos + 8 > len(payload):
+            return None
+        (n,) = struct.unpack_from("<Q", payload, pos)
+        if pos + 8 + n > len(payload):
+            return None
+        objects.append(bytes(payload[pos + 8:pos + 8 + n]))
+        pos += 8 + n
     try:
-        text = payload[8 + nobj:].decode()
+        text = payload[pos:].decode()
     except UnicodeDecodeError:
         return None
-    return CacheEntry(bytes(payload[8:8 + nobj]), text)
+    return CacheEntry(tuple(objects), text)
 
 
 class JitModule:
     """Native code for one LLVM module, loaded into this process.
 
-    ``JitModule(ir_text, target=None, cache=None, key_extra=(), unroll=None)`` (``unroll``:
-    LLVM's unroll threshold, see :func:`unroll_threshold`; part of the key); then ``address(name)`` gives a function
-    pointer for ctypes. Attributes: ``cache_hit`` (True if the object came from ``cache``),
-    ``key`` (the cache key, computed even without a cache), ``compile_seconds`` (wall time
-    of the constructor) and ``timings`` (seconds per phase: optimize, codegen, load).
+    ``JitModule(ir_text, target=None, cache=None, key_extra=(), unroll=None, workers=None)``
+    (``unroll``: LLVM's unroll threshold, see :func:`unroll_threshold`; part of the key;
+    ``workers``: how many processes compile a module of at least :data:`SPLIT_LINES`
+    lines, in parts (``llvm_split.py``); None: two where the machine has two cores, 1:
+    this process alone); then ``address(name)`` gives a function pointer for ctypes.
+    Attributes: ``cache_hit`` (True if the object came from ``cache``), ``key`` (the cache
+    key, computed even without a cache), ``compile_seconds`` (wall time of the
+    constructor) and ``timings`` (seconds per phase: optimize and codegen in this process,
+    wait for the workers, load).
     """
 
     def __init__(self, ir_text: IRInput, target: Target | None = None,
                  cache: DiskCache | None = None, key_extra: tuple = (),
-                 unroll: int | None = None):
+                 unroll: int | None = None, workers: int | None = None):
         t0 = time.perf_counter()
+        self.workers = min(2, os.cpu_count() or 1) if workers is None else max(1, int(workers))
         self.target = target or host_target()
         self.cache = cache
         self.unroll = unroll_threshold(unroll)
@@ -254,7 +286,7 @@ class JitModule:
         self.cache_hit = entry is not None
         if entry is not None:
             try:
-                self._engine = self._load(entry.object_code)
+                self._engine = self._load(entry.objects)
             except RuntimeError:
                 # The digest matched but LLVM rejected the object (e.g. a foreign file):
                 # treat it like any corrupted entry.
@@ -266,23 +298,73 @@ class JitModule:
             entry = self._compile(text)
             if cache is not None:
                 cache.store(self.key, entry)
-            self._engine = self._load(entry.object_code)
+            self._engine = self._load(entry.objects)
         self._optimized_ir = entry.optimized_ir
         self._assembly: str | None = None
         self.compile_seconds = time.perf_counter() - t0
 
     def _compile(self, text: str) -> CacheEntry:
+        parts = None
+        if self.workers > 1 and text.count("\n") >= SPLIT_LINES:
+            parts = split_module(text, self.workers)
+        if parts is None:
+            obj, optimized = self._compile_part(text)
+            return CacheEntry((obj,), optimized)
+        workers = [self._spawn(p) for p in parts[1:]]
+        try:
+            results = [self._compile_part(parts[0])]
+        except BaseException:
+            for proc, _, _ in workers:
+                if proc is not None:
+                    proc.kill()
+            raise
+        t = time.perf_counter()
+        for (proc, thread, box), part in zip(workers, parts[1:]):
+            got = None
+            if proc is not None:
+                thread.join()
+                got = _worker_result(proc.returncode, *box)
+            results.append(got if got is not None else self._compile_part(part))
+        self.timings["wait"] = time.perf_counter() - t
+        return CacheEntry(tuple(o for o, _ in results),
+                          f"\n{PART_MARK}\n".join(ir for _, ir in results))
+
+    def _compile_part(self, text: str) -> tuple:
         with LLVM_LOCK:
             t = time.perf_counter()
             mod = optimize(text, self.target, self.unroll)
             optimized = str(mod)
-            self.timings["optimize"] = time.perf_counter() - t
+            self.timings["optimize"] = self.timings.get("optimize", 0.0) + \
+                time.perf_counter() - t
             t = time.perf_counter()
             obj = self.target.machine().emit_object(mod)
-            self.timings["codegen"] = time.perf_counter() - t
-        return CacheEntry(obj, optimized)
+            self.timings["codegen"] = self.timings.get("codegen", 0.0) + \
+                time.perf_counter() - t
+        return obj, optimized
 
-    def _load(self, object_code: bytes) -> llvm.ExecutionEngine:
+    def _spawn(self, part: str):
+        """A worker process compiling ``part`` (``llvm_worker.py``), fed from a thread:
+        ``(process, thread, [stdout, stderr])``; process None when none could start."""
+        if not sys.executable:
+            return None, None, None
+        info = self.target.info
+        head = json.dumps({"triple": info.triple, "cpu": info.cpu_name,
+                           "features": info.features, "opt": self.target.opt_level,
+                           "unroll": self.unroll})
+        try:
+            proc = subprocess.Popen([sys.executable, str(_WORKER)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError:
+            return None, None, None
+        box = [b"", b""]
+
+        def feed():
+            box[:] = proc.communicate((head + "\n" + part).encode())
+        thread = threading.Thread(target=feed, daemon=True)
+        thread.start()
+        return proc, thread, box
+
+    def _load(self, objects) -> llvm.ExecutionEngine:
         install_runtime()        # ts_rt_* must resolve before relocation
         heap.install()
         t = time.perf_counter()
@@ -291,10 +373,11 @@ class JitModule:
             holder.triple = self.target.info.triple
             holder.data_layout = self.target.info.data_layout
             engine = llvm.create_mcjit_compiler(holder, self.target.new_machine())
-            obj = llvm.ObjectFileRef.from_data(object_code)
-            if not obj._ptr:
-                raise RuntimeError("LLVM rejected the object code")
-            engine.add_object_file(obj)
+            for code in objects:
+                obj = llvm.ObjectFileRef.from_data(code)
+                if not obj._ptr:
+                    raise RuntimeError("LLVM rejected the object code")
+                engine.add_object_file(obj)
             engine.finalize_object()
         self.timings["load"] = time.perf_counter() - t
         return engine
@@ -315,8 +398,9 @@ class JitModule:
         """Target assembly for the optimized IR (generated on first request)."""
         if self._assembly is None:
             with LLVM_LOCK:
-                mod = llvm.parse_assembly(self._optimized_ir)
-                self._assembly = self.target.machine().emit_assembly(mod)
+                self._assembly = "\n".join(
+                    self.target.machine().emit_assembly(llvm.parse_assembly(part))
+                    for part in self._optimized_ir.split(PART_MARK))
         return self._assembly
 
     def __repr__(self) -> str:
