@@ -21,8 +21,9 @@ input, dimension, region needed and shape given) and never crash the process:
 A call keeps no state in the object apart from memos filled atomically: the regions read
 for given argument shapes, and the packed arguments of a call that passed every check,
 kept under its signature (``call_plan.py``: a repeated call with the same shapes and
-Params runs without checking again what cannot have changed).  So several Python threads may realize the same
-CompiledPipeline at once (ctypes releases the GIL while native code runs).
+Params runs without checking again what cannot have changed).  So several Python
+threads may realize the same CompiledPipeline at once (ctypes releases the GIL while
+native code runs).
 
 Profiled builds (``ts.compile(..., profile=True)``): each call fills its own counters
 and adds them to the object's totals (``profile()``, ``profile_report()``,
