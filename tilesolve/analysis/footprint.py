@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..analysis.intervals import Interval
-from .fastbounds import _pair, calls_boxes
+from ..analysis.intervals.spans import CallSpans
 from ..model import expr as E
 
 
@@ -82,53 +82,85 @@ def _reads(problem, name, region, defs) -> tuple[dict, int]:
     return hit
 
 
-def _pure_scope(problem, name, region) -> dict:
-    """Params and input extents (as numeric pairs) and ``name``'s pure Vars over
-    ``region``: the scope its definitions are bounded in."""
-    base = problem.__dict__.get("_fast_base")
-    if base is None:
-        base = {k: _pair(iv) for k, iv in problem.base_scope.items()}
-        problem.__dict__["_fast_base"] = base
-    scope = dict(base)
-    scope.update({v.name: (lo, hi) for v, (lo, hi) in zip(problem.func(name).pure.args, region)})
-    return scope
+_SPANS: dict = {}          # analysed call boxes, shared by problems (see _spans)
+_SPANS_LIMIT = 4096
+
+
+def _spans(problem, name: str, i: int, own: bool = False) -> CallSpans:
+    """The boxes of the calls in definition ``i`` of ``name`` (``own``: its value and the
+    sites it writes), symbolic in ``name``'s pure Vars.  Analysed once per definition
+    and numeric scope: problems that share a definition's Exprs (other inlining
+    choices, other solvers of the same pipeline) share its analysis."""
+    d = problem.definitions[name][i]
+    rdom = rdom_scope(problem, d) if i > 0 else {}
+    varying = tuple(v.name for v in problem.func(name).pure.args)
+    key = (id(d.value), tuple(id(a) for a in d.args), own, varying, _scope_key(problem),
+           tuple((n, iv.lo, iv.hi) for n, iv in rdom.items()))
+    hit = _SPANS.get(key)
+    if hit is not None and hit[0] is d.value and all(a is b for a, b in zip(hit[1], d.args)):
+        return hit[2]
+    exprs = (d.value, _write_site(problem, name, d)) if own else (d.value,) + tuple(d.args)
+    scope = dict(problem.base_scope)
+    scope.update(rdom)
+    spans = CallSpans(exprs, scope, varying, problem.fast_value_bounds)
+    if len(_SPANS) >= _SPANS_LIMIT:
+        _SPANS.clear()
+    _SPANS[key] = (d.value, d.args, spans)
+    return spans
+
+
+def _scope_key(problem) -> tuple:
+    """What a problem's analyses of call boxes depend on besides the definition: its
+    Params and input extents, and the value bounds of its Funcs."""
+    hit = problem.__dict__.get("_spans_scope_key")
+    if hit is None:
+        def ends(scope):
+            return tuple(sorted((n, num(iv.lo), num(iv.hi)) for n, iv in scope.items()))
+
+        def num(v):
+            return v if isinstance(v, (int, float)) else None
+        hit = problem.__dict__["_spans_scope_key"] = (ends(problem.base_scope),
+                                                      ends(problem.fast_value_bounds))
+    return hit
+
+
+def _one_scope(problem, name, region) -> dict:
+    """``name``'s pure Vars over the concrete ``region``, as ``CallSpans`` takes them."""
+    np = _np()
+    return {v.name: (np.array([float(lo)]), np.array([float(hi)]))
+            for v, (lo, hi) in zip(problem.func(name).pure.args, region)}
+
+
+def _concrete(box) -> tuple:
+    """One scope's box from ``CallSpans.boxes``, as int32 ints."""
+    return tuple((int(min(max(lo[0], -2**31), 2**31 - 1)), int(min(max(hi[0], -2**31), 2**31 - 1)))
+                 for lo, hi in box)
 
 
 def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
-    pure_scope = _pure_scope(problem, name, region)
+    values = _one_scope(problem, name, region)
+    pure = {v.name: r for v, r in zip(problem.func(name).pure.args, region)}
     need: dict = {}
     upd_points = 0
     for k, d in enumerate(defs):
-        scope = pure_scope
         if k > 0:
-            rs = {n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()}
-            scope = dict(pure_scope)
-            scope.update(rs)
             pts = 1
-            for lo, hi in rs.values():
-                pts *= hi - lo + 1
+            for iv in rdom_scope(problem, d).values():
+                pts *= iv.hi - iv.lo + 1
             for a in d.args:
                 if isinstance(a, E.Var):
-                    lo, hi = pure_scope[a.name]
+                    lo, hi = pure[a.name]
                     pts *= hi - lo + 1
             upd_points += pts
-        boxes = calls_boxes((d.value,) + tuple(d.args), scope, problem.fast_value_bounds)
-        for callee, box in boxes.items():
-            if callee == name:
-                continue
-            b = tuple((int(max(lo, -2**31)), int(min(hi, 2**31 - 1))) for lo, hi in box)
-            need[callee] = _union(need.get(callee), b)
+        for callee, box in _spans(problem, name, k).boxes(values, 1).items():
+            if callee != name:
+                need[callee] = _union(need.get(callee), _concrete(box))
     return need, upd_points
 
 
-def _write_site(problem, name: str, k: int, d):
-    """A call of ``name`` at the arguments of its definition ``k``: the sites it writes
-    (memoized, so the bounds engines' per-expression caches hit)."""
-    cache = problem.__dict__.setdefault("_write_sites", {})
-    hit = cache.get((name, k))
-    if hit is None:
-        hit = cache[(name, k)] = E.Call(problem.func(name), tuple(d.args))
-    return hit
+def _write_site(problem, name: str, d):
+    """A call of ``name`` at the arguments of its definition ``d``: the sites it writes."""
+    return E.Call(problem.func(name), tuple(d.args))
 
 
 def _own_sites(problem, name, region) -> tuple | None:
@@ -138,16 +170,12 @@ def _own_sites(problem, name, region) -> tuple | None:
     defs = problem.definitions[name]
     if len(defs) < 2:
         return None
-    scope = _pure_scope(problem, name, region)
+    values = _one_scope(problem, name, region)
     out = None
-    for k, d in enumerate(defs[1:], start=1):
-        sc = dict(scope)
-        sc.update({n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()})
-        box = calls_boxes((d.value, _write_site(problem, name, k, d)), sc,
-                          problem.fast_value_bounds).get(name)
+    for k in range(1, len(defs)):
+        box = _spans(problem, name, k, own=True).boxes(values, 1).get(name)
         if box is not None:
-            out = _union(out, tuple((int(max(lo, -2**31)), int(min(hi, 2**31 - 1)))
-                                    for lo, hi in box))
+            out = _union(out, _concrete(box))
     return out
 
 
@@ -360,37 +388,37 @@ class GroupFactsVec:
     input_points: dict       # outside name -> points read per tile (array of K)
 
 
-def _pure_scope_vec(problem, name, region) -> dict:
-    """``_pure_scope`` with ``name``'s pure Vars over a (2, dims, K) box of regions."""
-    return _pure_scope(problem, name, [(region[0][d], -region[1][d])
-                                       for d in range(len(problem.func(name).pure.args))])
+def _vec_scope(problem, name, region) -> dict:
+    """``name``'s pure Vars over a (2, dims, K) box of regions, as ``CallSpans`` takes them."""
+    return {v.name: (region[0][d], -region[1][d])
+            for d, v in enumerate(problem.func(name).pure.args)}
+
+
+def _vec_box(box):
+    """``CallSpans.boxes``' per-dimension arrays as a (2, dims, K) box, clipped to int32."""
+    np = _np()
+    return np.array([[np.clip(lo, *_I32) for lo, _ in box], [-np.clip(hi, *_I32) for _, hi in box]])
 
 
 def _reads_vec(problem, name, region, k: int):
-    from .vecbounds import calls_boxes_vec
     np = _np()
-    pure = _pure_scope_vec(problem, name, region)
+    values = _vec_scope(problem, name, region)
     need: dict = {}
     upd = 0.0
     for i, d in enumerate(problem.definitions[name]):
-        scope = pure
         if i > 0:
-            rs = {n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()}
-            scope = dict(pure)
-            scope.update(rs)
             pts = 1.0
-            for lo, hi in rs.values():
-                pts *= hi - lo + 1
+            for iv in rdom_scope(problem, d).values():
+                pts *= iv.hi - iv.lo + 1
             for a in d.args:
                 if isinstance(a, E.Var):
-                    lo, hi = pure[a.name]
+                    lo, hi = values[a.name]
                     pts = pts * (hi - lo + 1)
             upd = upd + pts
-        boxes = calls_boxes_vec((d.value,) + tuple(d.args), scope, k, problem.fast_value_bounds)
-        for callee, box in boxes.items():
+        for callee, box in _spans(problem, name, i).boxes(values, k).items():
             if callee == name:
                 continue
-            b = np.array([[np.clip(lo, *_I32) for lo, _ in box], [-np.clip(hi, *_I32) for _, hi in box]])
+            b = _vec_box(box)
             old = need.get(callee)
             need[callee] = b if old is None else np.minimum(old, b)
     return need, upd
@@ -398,18 +426,13 @@ def _reads_vec(problem, name, region, k: int):
 
 def _own_sites_vec(problem, name, region, k: int):
     """``_own_sites`` for every tiling at once: a (2, dims, K) box, or None."""
-    from .vecbounds import calls_boxes_vec
     np = _np()
-    defs = problem.definitions[name]
-    pure = _pure_scope_vec(problem, name, region)
+    values = _vec_scope(problem, name, region)
     out = None
-    for i, d in enumerate(defs[1:], start=1):
-        scope = dict(pure)
-        scope.update({n: (iv.lo, iv.hi) for n, iv in rdom_scope(problem, d).items()})
-        box = calls_boxes_vec((d.value, _write_site(problem, name, i, d)), scope, k,
-                              problem.fast_value_bounds).get(name)
+    for i in range(1, len(problem.definitions[name])):
+        box = _spans(problem, name, i, own=True).boxes(values, k).get(name)
         if box is None:
             continue
-        b = np.array([[np.clip(lo, *_I32) for lo, _ in box], [-np.clip(hi, *_I32) for _, hi in box]])
+        b = _vec_box(box)
         out = b if out is None else np.minimum(out, b)
     return out

@@ -158,6 +158,11 @@ class Bounder:
         self.memo[id(e)] = (e, r)
         return r
 
+    def assume(self, e: E.Expr, iv: Interval) -> None:
+        """From now on ``e`` (this node) is bounded by ``iv``: a subexpression whose
+        bounds are found elsewhere (``spans.CallSpans``' per-scope nodes)."""
+        self.memo[id(e)] = (e, iv)
+
     def child(self, name, iv) -> "Bounder":
         """The same Bounder (subclass included) with ``name`` bound to ``iv`` (a Let)."""
         b = copy.copy(self)
