@@ -105,8 +105,8 @@ def _all_call_sites(pipeline: Pipeline) -> dict:
 def _form(a, pure: list):
     """An index argument as a linear form (var, k, c) over the consumer's pure
     Vars (var None: a constant), or None when it is not one."""
-    from ..analysis.fastbounds import linear_form
-    lin = linear_form(a)
+    from ..analysis.intervals.linear import var_form
+    lin = var_form(a)
     if lin is None or (lin[0] is not None and lin[0] not in pure):
         return None
     return lin

@@ -5,13 +5,14 @@ type, so a linear form with coefficients reduced modulo 2**bits means the same
 value as the expression it came from, wrap-around included.  The simplifier
 normalizes with these; the symbolic interval endpoints check with them that no
 constant wrapped.  A form is ``(terms, const)`` where ``terms`` maps
-``id(atom) -> [atom, coeff]`` in order of first appearance.
+``id(atom) -> [atom, coeff]`` in order of first appearance.  ``var_form`` is the
+narrower form of one index argument, ``k * v + c`` over a single Var.
 """
 from __future__ import annotations
 
 from ...model import expr as E
 
-__all__ = ["signed", "lin_add", "lin_scale", "build_linear"]
+__all__ = ["signed", "lin_add", "lin_scale", "build_linear", "var_form"]
 
 
 def signed(t, v: int) -> int:
@@ -64,3 +65,29 @@ def build_linear(t, terms, c) -> E.Expr:
             return E.BinOp("sub", acc, E.Const(t, -c))
         return E.BinOp("add", acc, E.Const(t, c))
     return acc
+
+
+def var_form(a):
+    """``(var name, k, c)`` when ``a`` is ``k * v + c`` with integer constants (a Var or
+    RVar ``v``, as written: ``v + c``, ``c + v``, ``v - c``, ``v * k``); ``(None, 0, c)``
+    for an integer constant; else None."""
+    if isinstance(a, (E.Var, E.RVar)):
+        return (a.name, 1, 0)
+    if isinstance(a, E.Const) and a.type.is_integral():
+        return (None, 0, int(a.value))
+    if isinstance(a, E.BinOp) and a.type.is_integral():
+        if a.op in ("add", "sub") and isinstance(a.b, E.Const):
+            inner = var_form(a.a)
+            if inner is not None:
+                c = int(a.b.value)
+                return (inner[0], inner[1], inner[2] + (c if a.op == "add" else -c))
+        if a.op == "add" and isinstance(a.a, E.Const):
+            inner = var_form(a.b)
+            if inner is not None:
+                return (inner[0], inner[1], inner[2] + int(a.a.value))
+        if a.op == "mul" and isinstance(a.b, E.Const):
+            inner = var_form(a.a)
+            if inner is not None and inner[0] is not None:
+                k = int(a.b.value)
+                return (inner[0], inner[1] * k, inner[2] * k)
+    return None
