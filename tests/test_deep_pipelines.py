@@ -156,20 +156,21 @@ def test_cuda_kernel_with_3000_nested_lets_and_a_3000_deep_expr(default_recursio
         np.testing.assert_array_equal(got, np.arange(128) % 32 + n)
 
 
-def test_the_solvers_bounders_take_a_3000_deep_index(default_recursion_limit):
-    """The solvers' fast numeric bounders (scalar and vectorized over scopes) visit an
-    expression with an explicit stack: a 3000-deep index is bounded as any other, and
-    both give the interval of the symbolic engine's rules: x + 3000 * 1 with x in
-    [0, 9] over one scope, [k, k + 9] over scopes k = 0, 1, 2."""
-    from tilesolve.analysis.fastbounds import FastBounder
-    from tilesolve.analysis.vecbounds import VecBounder
+def test_the_solvers_call_boxes_take_a_3000_deep_index(default_recursion_limit):
+    """The solvers' call boxes (analysed once, evaluated over many scopes) visit an
+    expression and its bounds with explicit stacks: a 3000-deep index is bounded as any
+    other, with the symbolic engine's rules: x + 3000 * 1 with x in [k, k + 9] over the
+    scopes k = 0, 1, 2."""
+    from tilesolve.analysis.intervals.spans import CallSpans
     from tilesolve.model import expr as E
     x = ts.Var("x")
+    f = ts.Func("f")
+    f[x] = x
     e = x
     for i in range(3000):
         e = (e + 1) if i % 2 == 0 else E.binop("max", e, E.Const(ts.int32, -5))
-    assert FastBounder({"x": (0, 9)}).bounds(e) == (1500, 1509)
-    lo, hi = VecBounder({"x": (np.arange(3.0), np.arange(3.0) + 9)}, 3).bounds(e)
+    spans = CallSpans((E.Call(f, (e,)),), {}, ["x"])
+    (lo, hi), = spans.boxes({"x": (np.arange(3.0), np.arange(3.0) + 9)}, 3)["f"]
     assert list(lo) == [1500, 1501, 1502] and list(hi) == [1509, 1510, 1511]
 
 

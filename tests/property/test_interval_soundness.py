@@ -147,31 +147,6 @@ def test_simplified_bounds_are_sound(data):
 
 
 
-@given(st.data())
-def test_vectorized_bounds_contain_every_lane_value(data):
-    """``VecBounder`` (numpy arrays, one lane per scope: the solvers' menus) bounds every
-    subexpression it vectorizes soundly: at points of each lane's scope, its value lies
-    in that lane's interval.  Scopes are narrowed to index-like sizes: most wide ones
-    wrap, which it refuses."""
-    from tilesolve.analysis.vecbounds import Unsupported, VecBounder
-    e = data.draw(exprs(data.draw(st.sampled_from(ALL))))
-    k = 3
-    lanes = [{n: Interval(max(iv.lo, -200), min(iv.hi, 200)) if max(iv.lo, -200) <= min(iv.hi, 200)
-              else iv for n, iv in data.draw(scopes(e)).items()} for _ in range(k)]
-    arrays = {n: tuple(np.array([float(getattr(s[n], end)) for s in lanes]) for end in ("lo", "hi"))
-              for n in lanes[0]}
-    vb = VecBounder(arrays, k, FUNC_BOUNDS)
-    for i, scope in enumerate(lanes):
-        for _ in range(2):
-            for node, v, _, lets in subvalues(e, data.draw(points(scope))):
-                if lets or _is_nan(v):
-                    continue                # bounded under a Let: not what VecBounder vectorizes
-                try:
-                    lo, hi = vb.bounds(node)
-                except Unsupported:
-                    continue                # calls_boxes_vec falls back to fastbounds
-                assert lo[i] <= v <= hi[i], f"{node} = {v} outside lane {i}: [{lo[i]}, {hi[i]}]"
-
 def test_int32_full_range_arithmetic_wraps_soundly():
     x = ts.Var("x")
     iv = bounds_of(x + 1, {"x": Interval(0, int32.max_value())})
