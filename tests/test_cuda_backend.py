@@ -312,6 +312,36 @@ def test_lowered_blur_gpu_schedule_matches_reference():
 
 
 @needs_cxx
+def test_constant_serial_loops_are_unrolled_whole():
+    """A 3 x 3 RDom's loops inside a thread get ``#pragma unroll`` (constant extents up to
+    ``UNROLL_SERIAL``); a loop over a run-time extent does not; results stay exact."""
+    from tilesolve.backend.cuda.kernels import UNROLL_SERIAL
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    n = ts.Param(ts.int32, "n", 3)
+    r = ts.RDom((0, 3), (0, 3), name="r")
+    q = ts.RDom((0, n), name="q")
+    conv, row = ts.Func("conv"), ts.Func("row")
+    conv[x, y] = ts.sum(inp[x + r.x, y + r.y])
+    row[x, y] = conv[x, y] + ts.sum(inp[x + q, y])
+    pipe = ts.Pipeline(row)
+    s = ts.Schedule(pipe, target="cuda")
+    s[row].gpu_tile("x", "y", "xo", "yo", "xi", "yi", 16, 8)
+    s[conv].compute_at(row, "xo").gpu_threads("x", "y")
+    emu = C.emulate_cuda(pipe, s)
+    src = emu.program.source
+    assert 3 <= UNROLL_SERIAL
+    loops = [ln.strip() for ln in src.splitlines() if ln.strip().startswith("for (")]
+    lines = [ln.strip() for ln in src.splitlines()]
+    unrolled = [lines[i + 1] for i, ln in enumerate(lines) if ln == "#pragma unroll"]
+    assert sum(" < 3; " in ln for ln in unrolled) >= 2
+    assert any(ln not in unrolled for ln in loops)        # the loop over n stays a loop
+    a = _img(30, 41)
+    np.testing.assert_allclose(emu.realize([36, 25], input=a),
+                               ts.reference.realize(pipe, [36, 25], input=a), rtol=1e-6)
+
+
+@needs_cxx
 @pytest.mark.parametrize("which", ["gpu_inline", "hand"])
 def test_blur_app_with_gpu_schedules_matches_numpy(which):
     from tilesolve.apps import get_app

@@ -7,7 +7,8 @@ Mapping (see ``codegen`` for the whole picture)::
     gpu_block  For v in [m, m+e)   ->  const ts_i32 v = m + (ts_i32)blockIdx.<axis>;
     gpu_thread For v in [m, m+e)   ->  if ((ts_i32)threadIdx.<axis> < e) {
                                          const ts_i32 v = m + (ts_i32)threadIdx.<axis>; ... }
-    other For                      ->  for (ts_i32 v = m; v < m + e; ++v)  (unrolled: #pragma unroll)
+    other For                      ->  for (ts_i32 v = m; v < m + e; ++v)  (#pragma unroll when
+                                       unrolled, or serial of constant extent <= UNROLL_SERIAL)
     Allocate (outside thread loops) -> __shared__ T name[N];   (inside: a per-thread array)
     Barrier                        ->  __syncthreads();
     Store outside thread loops     ->  if (threadIdx.x == 0 && ...) { ... }   (one thread writes)
@@ -32,6 +33,9 @@ from .cexpr import ExprPrinter, ctype
 from .plan import Kernel, KernelParam
 
 AXES = "xyz"
+# A serial loop of at most this constant extent is unrolled whole by nvcc (``#pragma
+# unroll``): RDom taps, channels and per-thread tiles, whose indices then fold.
+UNROLL_SERIAL = 16
 _ONE = E.Const(T.int32, 1)
 
 
@@ -407,7 +411,8 @@ class KernelBuilder:
             hi = self.names.fresh(f"{v}_hi")
             self.line(f"const ts_i32 {lo} = {self.pr.index(s.min)}, {hi} = {lo} + "
                       f"{self.pr.index(s.extent)};")
-        if s.kind == "unrolled":
+        if s.kind == "unrolled" or (isinstance(s.extent, E.Const) and
+                                    int(s.extent.value) <= UNROLL_SERIAL):
             self.line("#pragma unroll")
         self.open(f"for (ts_i32 {v} = {lo}; {v} < {hi}; ++{v}) {{"
                   + (f"  // {s.kind}" if s.kind not in ("serial", "unrolled") else ""))
