@@ -190,7 +190,7 @@ _TABLE = (
     ("abs", "math", 1, None, _math(np.abs), 1, None, None),
     # the same bits read as another type of the same width (``t`` is the result type)
     ("reinterpret", "reinterpret", 1, None,
-     lambda t, a: np.ascontiguousarray(a).view(t.dtype), 1, None, None),
+     lambda t, a: np.ascontiguousarray(a).view(t.dtype).reshape(np.shape(a)), 1, None, None),
 )
 
 OPS: dict[str, Op] = {row[0]: Op(*row) for row in _TABLE}
