@@ -152,8 +152,9 @@ def test_misuses_of_tuples_name_the_func():
         f.type
     with pytest.raises(PipelineError, match="Tuple of 2 values but this update gives 3"):
         f[x, y] = (1.0, 2, 3)
-    with pytest.raises(PipelineError, match="value 1 of this Tuple update reads value 0"):
-        f[x, y] = (f[x, y][0] + 1, f[x, y][1] + ts.cast(ts.int32, f[x, y][0]))
+    with pytest.raises(PipelineError, match="Func f: the values of this Tuple update read "
+                                            "each other and its left side"):
+        f[ts.clamp(f[0, y][1], 0, 3), y] = (f[0, y][0] + 1, ts.cast(ts.int32, f[0, y][0]))
     with pytest.raises(PipelineError, match="value 0 of the pure definition is undef"):
         g = ts.Func("g2")
         g[x] = (ts.undef(ts.int32), x)

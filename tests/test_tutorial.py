@@ -9,9 +9,6 @@ Lessons about Halide's own runtime are left out, each with the reason:
   prints the loop nest);
 - 10, 11 and 15 (ahead-of-time compilation, cross-compilation, generators): tilesolve
   compiles in-process (with a disk cache) for the machine it runs on;
-- 13 (Tuples): an update whose values read each other (the lesson's hand-written argmax
-  and its complex numbers) is refused, each value of a Tuple being its own Func;
-  ``ts.argmax`` gives the same answer (shown in lesson 13);
 - 18 (parallel associative reductions with rfactor): not supported; the solver
   vectorizes and parallelizes a reduction's pure dimensions.
 """
@@ -213,7 +210,8 @@ def test_lesson_12_the_gpu_schedule_on_the_cuda_emulation():
 
 def test_lesson_13_tuples():
     """A Func with two values of two types, realized as two arrays; the (index, value)
-    of a maximum with ``ts.argmax``."""
+    of a maximum written by hand as an update whose values read each other, and with
+    ``ts.argmax``; complex numbers as pairs, iterated z = z * z + c."""
     multi = ts.Func("multi_valued")
     multi[x, y] = (x + y, ts.sin(ts.cast(ts.float32, x * y)))
     pipe = ts.Pipeline(multi)
@@ -225,13 +223,44 @@ def test_lesson_13_tuples():
                                atol=1e-6)
     a = ts.ImageParam(ts.float32, 1, "a")
     r = ts.RDom(a)
+    by_hand = ts.Func("by_hand")
+    by_hand[()] = (ts.cast(ts.int32, 0), a[0])
+    better = a[r.x] > by_hand[()][1]                     # reads value 1 to update value 0
+    by_hand[()] = (ts.select(better, r.x, by_hand[()][0]), ts.max(a[r.x], by_hand[()][1]))
     best = ts.Func("best")
     best[()] = ts.argmax(a[r.x])
     data = np.random.default_rng(5).random(100, dtype=np.float32)
-    pipe = ts.Pipeline(best)
-    s = ts.solve_schedule(pipe, SPEC, {"a": [100]})
-    index, value = ts.compile(pipe, s).realize([], a=data)
-    assert index == data.argmax() and value == data.max()
+    for f in (by_hand, best):
+        pipe = ts.Pipeline(f)
+        s = ts.solve_schedule(pipe, SPEC, {"a": [100]})
+        index, value = ts.compile(pipe, s).realize([], a=data)
+        assert index == data.argmax() and value == data.max()
+
+    t = ts.Var("t")
+    z = ts.Func("z")
+    cr = ts.cast(ts.float32, x) / 10.0 - 2.0
+    ci = ts.cast(ts.float32, y) / 10.0 - 1.0
+    z[x, y, t] = (ts.cast(ts.float32, 0.0), ts.cast(ts.float32, 0.0))
+    it = ts.RDom((1, 8), name="it")
+    re, im = z[x, y, it.x - 1]
+    z[x, y, it.x] = (re * re - im * im + cr, re * im * 2.0 + ci)
+    q = ts.RDom((0, 9), name="q")
+    inside = ts.Func("inside")        # the iterations that stay in the circle of radius 2
+    zr, zi = z[x, y, q.x]
+    inside[x, y] = ts.sum(ts.cast(ts.int32, zr * zr + zi * zi < 4.0))
+    pipe = ts.Pipeline(inside)
+    s = ts.solve_schedule(pipe, SPEC, {"inside": [30, 20]})
+    out = ts.compile(pipe, s).realize([30, 20])
+    yy, xx = np.mgrid[0:20, 0:30].astype(np.float32)
+    c_re, c_im = xx / np.float32(10) - 2, yy / np.float32(10) - 1
+    zr, zi = np.zeros_like(c_re), np.zeros_like(c_re)
+    want = np.ones(zr.shape, np.int32)                  # z = 0 at t = 0 is inside
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(8):
+            zr, zi = zr * zr - zi * zi + c_re, zr * zi * np.float32(2) + c_im
+            want += zr * zr + zi * zi < 4
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(ts.reference.realize(pipe, [30, 20]), want)
 
 
 def test_lesson_14_types():

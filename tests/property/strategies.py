@@ -381,6 +381,9 @@ def pipelines(draw, max_stages=5, types=TYPES, kinds=STAGE_KINDS, min_images=1):
         elif kind == "tuple":                  # a Tuple Func, its values read apart
             tup = ts.Func(f"t{i}")
             tup[vs] = (_conv(p[vs], t) * 3, _conv(q[vs], float32) - 1.5)
+            if draw(st.booleans()):            # an update whose values read each other
+                a, b = tup[vs]
+                tup[vs] = (_conv(b, t) - a, ts.select(a > _conv(b, t), b * 0.5, b + 1.0))
             f[vs] = tup[vs][0] + _conv(tup[(X + 1,) + rest][1], t)
         elif kind == "argmax":                 # ts.argmax / argmin over a window of p
             r = ts.RDom((draw(st.integers(-2, 0)), draw(st.integers(1, 4))))

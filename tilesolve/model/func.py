@@ -56,6 +56,7 @@ class Func:
         self.is_scalar = False       # zero-dimensional: f[()] = ...
         self.estimates: list | None = None     # set_estimates: sizes the solver assumes
         self.components: tuple | None = None   # a Tuple-valued Func: one Func per value
+        self.packed: "Func | None" = None      # a Tuple whose values an update reads across
 
     # -- introspection ---------------------------------------------------------
     def defined(self) -> bool:
@@ -188,6 +189,11 @@ class Func:
         self._pure = Definition(tuple(args), value, None)
 
     def _define_update(self, args, value):
+        self._updates.append(self.check_update(args, value))
+
+    def check_update(self, args, value) -> Definition:
+        """The update ``self[args] = value`` checked with Halide's rules (left side, type,
+        one RDom, pure Vars in place), as a Definition; it is not added."""
         name = self.name
         pure_args = self._pure.args
         if len(args) != len(pure_args):
@@ -225,7 +231,7 @@ class Func:
                     raise PipelineError(
                         f"Func {name}: the update uses pure Var {n.name}, so it must appear as "
                         f"argument {i} of the update's left side (got {args[i]})")
-        self._updates.append(Definition(args, value, rdom))
+        return Definition(args, value, rdom)
 
     def __repr__(self) -> str:
         return f"Func({self.name!r})"

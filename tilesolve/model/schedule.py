@@ -66,12 +66,26 @@ _CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool",
 class TupleHandle:
     """``s[f]`` of a Tuple Func: each directive is applied to every value's Func, in
     order; a directive that returns another handle (``update(i)``) returns theirs, as
-    one TupleHandle."""
+    one TupleHandle.  ``packed``: the handle of a packed Tuple's ``f_packed``
+    (``model/tuple_pack.py``), which takes the compute and store levels too."""
 
-    def __init__(self, handles: tuple):
+    _LEVELS = ("compute_root", "compute_at", "store_root", "store_at")
+
+    def __init__(self, handles: tuple, packed=None):
         self._handles = handles
+        self._packed = packed
 
     def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._packed is not None and name in self._LEVELS:
+            level = getattr(self._packed, name)
+
+            def both(*args, **kwargs):
+                level(*args, **kwargs)
+                getattr(TupleHandle(self._handles), name)(*args, **kwargs)
+                return self
+            return both
         methods = [getattr(h, name) for h in self._handles]
         if not callable(methods[0]):
             return tuple(methods)
@@ -120,7 +134,9 @@ class Schedule:
         """``s[f]`` or ``s["f"]``: the builder handle of Func ``f`` (of a Tuple Func: a
         handle that applies each directive to every value's Func)."""
         if getattr(f, "components", None) is not None:
-            return TupleHandle(tuple(self[c] for c in f.components))
+            packed = f.packed
+            return TupleHandle(tuple(self[c] for c in f.components),
+                               self[packed] if packed is not None else None)
         name = getattr(f, "name", f)
         if not isinstance(name, str) or name not in self._funcs:
             known = ", ".join(self._funcs)

@@ -3,18 +3,27 @@
 A Tuple Func holds one component Func per value, named ``f_0``, ``f_1``, ... (made
 unique by the Pipeline like any name); everything after the language (the reference,
 bounds, the solvers, lowering, every backend, the Halide bridge, the schedule JSON)
-sees only those Funcs.  ``Pipeline(f)`` has the components as its outputs, so
-``realize`` returns one array per value; ``Schedule[f]`` applies each directive to
-every component; estimates and sizes given under ``f``'s name apply to each.
+sees only plain Funcs.  ``Pipeline(f)`` has the components as its outputs, so
+``realize`` returns one array per value; estimates and sizes given under ``f``'s name
+apply to each.
 
-Values of a pure definition are independent, so holding them apart is exact.  An
-update's values are computed from the values before the update; held apart, value
-``i`` of an update sees value ``j`` only after all of ``j``'s updates.  So an update
-may read only its own value of the Func it updates (``f[r] = (f[r][0] + 1,
-f[r][1] * 2)``); an update whose value ``i`` reads value ``j`` is refused with an
-error.  The common case of that form, the index and value of an extremum, is
-``ts.argmax`` / ``ts.argmin`` (``model/reductions.py``).  ``ts.undef(type)`` leaves a
-value unchanged by an update, as in Halide.
+An update is Halide's: at each point of its iteration every value is computed from
+the values before the update, then all are stored; an update runs every value over its
+one RDom.  Values of a pure definition are independent, and so are those of an update
+whose value ``i`` reads only value ``i`` (``f[r] = (f[r][0] + 1, f[r][1] * 2)``):
+such updates go to each component Func apart, which is exact.  The first update whose
+values read each other (Halide's hand-written argmax, a swap ``f[x] = (f[x][1],
+f[x][0])``, a complex recurrence) packs the Tuple into one hidden Func ``f_packed``
+with a dimension for the values (``model/tuple_pack.py``); the components become pure
+views of it, and it takes that update and every later one.
+
+``ts.undef(type)`` leaves a value unchanged by an update, as in Halide.
+
+``Schedule[f]`` applies each directive to every component Func.  For a packed Tuple,
+the compute and store levels (``compute_root``, ``compute_at``, ``store_root``,
+``store_at``) apply to ``f_packed`` too, so the updates run where the values are
+computed; its loops (``update(i)``) are scheduled by its own name,
+``s["f_packed"]``, and the solvers schedule it like any Func.
 """
 from __future__ import annotations
 
@@ -52,7 +61,7 @@ def undef(t) -> Undef:
 
 def define_tuple(func, args: tuple, value) -> None:
     """``func[args] = value`` where ``value`` is a Tuple or ``func`` already is one."""
-    from .func import Func
+    from .func import SCALAR_SITE, Definition, Func
     name = func.name
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if not values:
@@ -78,19 +87,31 @@ def define_tuple(func, args: tuple, value) -> None:
     if len(values) != len(comps):
         raise PipelineError(f"Func {name} is a Tuple of {len(comps)} values but this update "
                             f"gives {len(values)}")
-    for i, v in enumerate(values):
-        if isinstance(v, Undef):
-            continue
-        exprs = [E.as_expr(v)] + [E.as_expr(a) for a in args if not isinstance(a, E.Var)]
-        for e in exprs:
-            for n in walk(e):
-                if isinstance(n, E.Call) and n.target in comps and n.target is not comps[i]:
-                    j = comps.index(n.target)
-                    raise PipelineError(
-                        f"Func {name}: value {i} of this Tuple update reads value {j} "
-                        f"({name}[...][{j}]); each value of a Tuple is computed as its own "
-                        "Func, so an update may read only its own value (for the index of a "
-                        "maximum or minimum use ts.argmax / ts.argmin)")
-    for c, v in zip(comps, values):
-        if not isinstance(v, Undef):
-            c[args] = v
+    if args == () and comps[0].is_scalar:
+        args = (SCALAR_SITE,)
+    defs = {i: c.check_update(args, v) for i, (c, v) in enumerate(zip(comps, values))
+            if not isinstance(v, Undef)}
+    if not defs:
+        return                               # every value undef: nothing changes
+    rdoms = {id(d.rdom): d.rdom for d in defs.values() if d.rdom is not None}
+    if len(rdoms) > 1:
+        raise PipelineError(f"Func {name}: the values of a Tuple update may use one RDom, "
+                            f"got {sorted(r.name for r in rdoms.values())}")
+    rdom = next(iter(rdoms.values()), None)
+    shared = [a for a in next(iter(defs.values())).args if not isinstance(a, E.Var)]
+    shared += rdom.predicates if rdom is not None else ()
+    cross = any(_reads_other(comps, i, [d.value, *shared]) for i, d in defs.items())
+    if cross or func.packed is not None:
+        from .tuple_pack import packed_update
+        packed_update(func, {i: Definition(d.args, d.value, rdom) for i, d in defs.items()},
+                      cross)
+        return
+    for i, d in defs.items():
+        comps[i]._updates.append(Definition(d.args, d.value, rdom))
+
+
+def _reads_other(comps, i: int, exprs) -> bool:
+    """True when ``exprs`` read a value of the Tuple other than value ``i``."""
+    others = {id(c) for j, c in enumerate(comps) if j != i}
+    return any(isinstance(n, E.Call) and id(n.target) in others
+               for e in exprs for n in walk(e))
