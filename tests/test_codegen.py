@@ -490,3 +490,24 @@ def test_gathers_under_a_mask_read_the_active_lanes(mode):
         assert kern([a, idx, o], [kk]) == 0
         want = np.where(np.arange(16) < kk, a[idx], -1.0).astype(np.float32)
         np.testing.assert_array_equal(o, want)
+
+
+def test_a_vectorized_loop_wider_than_max_lanes_runs_as_vectors_of_max_lanes():
+    """``vectorize(x)`` without a width over a large constant region (a lookup table
+    indexed by a uint16: 65,536 points) runs as vectors of MAX_LANES lanes and a rest
+    vector, not one 65,536-lane value that LLVM cannot compile."""
+    from tilesolve.backend.cpu.codegen_vector import MAX_LANES
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.uint16, 1, "inp")
+    lut, out = ts.Func("lut"), ts.Func("out")
+    lut[x] = ts.cast(ts.float32, x) * 0.5 + ts.cast(ts.float32, x % 7)
+    out[x] = lut[ts.cast(ts.int32, inp[x]) % 65000]
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe)
+    s[lut].compute_root().vectorize(x)
+    s[out].vectorize(x, 8)
+    c = ts.compile(pipe, s, cache_dir=False)
+    assert any(f"vectors of {MAX_LANES}" in n for n in c.notes)
+    a = np.random.default_rng(3).integers(0, 65536, 37).astype(np.uint16)
+    np.testing.assert_array_equal(c.realize([37], inp=a),
+                                  ts.reference.realize(pipe, [37], inp=a))

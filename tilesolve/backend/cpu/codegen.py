@@ -68,7 +68,8 @@ from ...model import expr as E
 from ...model.visit import trampoline
 from .codegen_expr import I8, I32, I64, ExprEmitter, Ramp, is_varying, llvm_type, mem_type
 from .codegen_memory import Buffer, MemoryEmitter
-from .codegen_vector import free_names, split_at_barriers, vectorize_blocker
+from .codegen_vector import (MAX_LANES, chunk_wide_vector_loop, free_names,
+                             split_at_barriers, vectorize_blocker)
 from .parallel import emit_parallel_for
 from .profile import ProfileContext, ProfileLayout, define_ticks, host_timer, plan
 
@@ -405,6 +406,10 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         kind = s.kind
         if kind == "vectorized":
             reason = None
+            if isinstance(s.extent, E.Const) and s.extent.value > MAX_LANES:
+                self.notes.append(f"loop {s.name}: its {s.extent.value} lanes run as "
+                                  f"vectors of {MAX_LANES}")
+                return self._block(chunk_wide_vector_loop(s))
             if not isinstance(s.extent, E.Const):
                 reason = f"its extent {L._e(s.extent)} is not a constant"
             elif self.lanes > 1:

@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from ...lower import ir as L
 from ...model import expr as E
-from ...model.visit import walk
+from ...model.visit import substitute_names, walk
+
+# The most lanes one vector value gets: a vectorized loop of a larger constant extent (a
+# ``vectorize()`` without a width over a large constant region) runs as vectors of this
+# many lanes; LLVM cannot select instructions for vectors of tens of thousands of lanes.
+MAX_LANES = 256
 
 
 def expr_names(e: E.Expr, out: set) -> set:
@@ -68,6 +73,26 @@ def vectorize_blocker(body: L.Stmt, var: str) -> str | None:
                 varying.add(s.name)
         stack.extend(reversed(L.stmt_children(s)))
     return None
+
+
+def chunk_wide_vector_loop(s: L.For, lanes: int = MAX_LANES) -> L.Stmt:
+    """The vectorized loop ``s`` (constant extent above ``lanes``) as a serial loop over
+    vectors of ``lanes`` lanes, then one vector of the lanes left over."""
+    n = int(s.extent.value)
+    full, rest = divmod(n, lanes)
+    t = s.min.type
+
+    def at(base, lane):
+        v = E.binop("add", base, E.Var(lane))
+        return L.map_stmt(s.body, fn_expr=lambda e: substitute_names(e, {s.name: v}))
+    chunk, lane, tail = f"{s.name}.vchunk", f"{s.name}.vlane", f"{s.name}.vtail"
+    start = E.binop("add", s.min, E.binop("mul", E.Var(chunk), E.Const(t, lanes)))
+    parts = [L.For(chunk, E.Const(t, 0), E.Const(t, full), "serial",
+                   L.For(lane, E.Const(t, 0), E.Const(t, lanes), "vectorized", at(start, lane)))]
+    if rest:
+        parts.append(L.For(tail, E.Const(t, 0), E.Const(t, rest), "vectorized",
+                           at(E.binop("add", s.min, E.Const(t, full * lanes)), tail)))
+    return L.Block(tuple(parts))
 
 
 def split_at_barriers(body: L.Stmt) -> list[L.Stmt] | None:
