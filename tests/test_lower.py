@@ -561,3 +561,31 @@ def test_a_small_producer_sized_through_the_tiles_lets_goes_on_the_stack():
         a = RNG.random((h, w), dtype=np.float32)
         np.testing.assert_allclose(build.realize([w, h], input=a),
                                    ts.reference.realize(pipe, [w, h], input=a), rtol=1e-6)
+
+
+def test_linear_where_conjuncts_become_rdom_loop_bounds():
+    """``r.where`` conjuncts linear in one serial RVar loop (coefficient +-1) whose other
+    names are defined outside it bound that loop instead of testing each point, as
+    Halide trims an RDom; a conjunct of another form stays a test.  Results equal the
+    reference at sizes where taps fall off every edge."""
+    from tilesolve.lower import lower
+    c, x, y = ts.Var("c"), ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.uint8, 3, "input")
+    r = ts.RDom((0, 3), (0, 3), name="r")
+    ix, iy = 2 * x - 1 + r.x, 2 * y - 1 + r.y
+    w, h = inp.extent(1), inp.extent(2)
+    r.where((ix >= 0) & (ix < w) & (iy >= 0) & (iy < h) & ((r.x + r.y) % 2 == 0))
+    out = ts.Func("out")
+    out[c, x, y] = ts.cast(ts.uint8, 0)
+    out[c, x, y] = ts.max(out[c, x, y], inp[c, ts.clamp(ix, 0, w - 1), ts.clamp(iy, 0, h - 1)])
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe)
+    s[out].update(0).vectorize(c, 8).parallel(y)
+    text = str(lower(pipe, s))
+    assert "(0 <= " not in text and " < input.extent" not in text     # trimmed
+    assert "% 2" in text                                              # still a test
+    for cn, wn, hn in ((8, 5, 4), (16, 1, 1), (8, 9, 2)):
+        a = np.random.default_rng(wn).integers(0, 256, (2 * hn - 1, 2 * wn - 1, cn),
+                                                 dtype=np.uint8)
+        np.testing.assert_array_equal(ts.compile(pipe, s).realize([cn, wn, hn], input=a),
+                                      ts.reference.realize(pipe, [cn, wn, hn], input=a))

@@ -221,6 +221,8 @@ class _Builder:
         # no steady-state version on GPUs, nor in the nest for extents smaller than a
         # split's factor (``guard_shifts``: taken only for tiny images)
         full = {} if guard_shifts or any(k.startswith("gpu") for k in kinds) else self.full
+        if preds:
+            order, preds = trim_rdom_loops(order, kinds, defs, preds)
         stmt = _assemble(body, order, kinds, defs, guards + preds, full)
         return stmt, conds, {dm.var: cur[dm.var].ir for dm in self.ss.dims}
 
@@ -240,21 +242,9 @@ def _assemble(body, loops, kinds, defs: dict, guards: list, full: dict | None = 
     loop_names = {lp.ir for lp in loops} | set(defs)
     full = {id(g): (full or {})[id(g)][1] for g in guards
             if (full or {}).get(id(g), (None,))[0] in loop_names}
-    pos = {lp.ir: p for p, lp in enumerate(loops)}
-    level: dict[str, int] = {}
+    lvl = _levels(loops, defs)
 
-    def names_in(e):
-        return {n.name for n in walk(e) if isinstance(n, E.Var)}
-
-    def lvl(name):
-        if name in pos:
-            return pos[name]
-        if name not in defs:
-            return -1
-        if name not in level:
-            level[name] = max([lvl(n) for n in names_in(defs[name])] + [-1])
-        return level[name]
-
+    names_in = _names_in
     at_level: dict[int, list] = {}
     for name in defs:
         at_level.setdefault(lvl(name), []).append(name)
@@ -301,6 +291,88 @@ def _assemble(body, loops, kinds, defs: dict, guards: list, full: dict | None = 
     lp = loops[split_at]
     s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[split_at], s)
     return lets(-1, guarded(-1, nest(s, 0, split_at - 1)))
+
+
+def _names_in(e) -> set:
+    return {n.name for n in walk(e) if isinstance(n, E.Var)}
+
+
+def _levels(loops, defs: dict):
+    """``lvl(name)``: the position (outermost first) of the innermost loop a name depends
+    on, through the lets ``defs``; -1 for a name no loop defines (a Param, an extent)."""
+    pos = {lp.ir: p for p, lp in enumerate(loops)}
+    level: dict[str, int] = {}
+
+    def lvl(name):
+        if name in pos:
+            return pos[name]
+        if name not in defs:
+            return -1
+        if name not in level:
+            level[name] = max([lvl(n) for n in _names_in(defs[name])] + [-1])
+        return level[name]
+    return lvl
+
+
+# a comparison as (the side at least as large, the other, strict)
+_AT_LEAST = {"lt": lambda c: (c.b, c.a, True), "le": lambda c: (c.b, c.a, False),
+             "gt": lambda c: (c.a, c.b, True), "ge": lambda c: (c.a, c.b, False)}
+
+
+def _conjuncts(e) -> list:
+    if type(e) is E.BinOp and e.op == "and":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+def trim_rdom_loops(loops: list, kinds: list, defs: dict, preds: list) -> tuple:
+    """``(loops, preds)`` with each RDom ``where`` conjunct that is linear in one serial
+    RVar loop with coefficient +-1 (``0 <= 2*x + r.x - 1``, ``r.x < w - 2*x``), and
+    names nothing defined inside that loop, made a bound of the loop instead of a test
+    in its body, as Halide trims an RDom's loops.  The loop then runs exactly over the
+    points the conjunct admits, in the same order; the other conjuncts stay tests."""
+    from .partition import _linear
+    lvl = _levels(loops, defs)
+    pos = {lp.ir: p for p, lp in enumerate(loops)}
+    lows: dict = {}
+    highs: dict = {}
+    keep = []
+    for c in (c for p in preds for c in _conjuncts(p)):
+        trimmed = False
+        if type(c) is E.BinOp and c.op in _AT_LEAST and c.a.type == T.int32:
+            big, small, strict = _AT_LEAST[c.op](c)
+            x = simplify(big - small - 1 if strict else big - small)      # x >= 0
+            names = _names_in(x)
+            for lp, kind in zip(loops, kinds):
+                if not lp.is_rvar or kind != "serial" or lp.ir not in names:
+                    continue
+                lin = _linear(x, lp.ir)
+                if lin is None or lin[0] not in (1, -1) or any(
+                        lvl(n) >= pos[lp.ir] for n in names - {lp.ir}):
+                    continue
+                a, r = lin
+                if a == 1:
+                    lows.setdefault(lp.ir, []).append(simplify(E.as_expr(0) - r))
+                else:
+                    highs.setdefault(lp.ir, []).append(simplify(r))
+                trimmed = True
+                break
+        if not trimmed:
+            keep.append(c)
+    out = []
+    for lp in loops:
+        if lp.ir in lows or lp.ir in highs:
+            lo, hi = lp.min, simplify(lp.min + lp.extent - 1)
+            for b in lows.get(lp.ir, ()):
+                lo = E.max_(lo, b)
+            for b in highs.get(lp.ir, ()):
+                hi = E.min_(hi, b)
+            lo = simplify(lo)
+            # no clamp at 0: the loop ends by ``hi`` (``lo + extent - 1`` simplifies to it,
+            # as bounds inference needs), and a negative extent runs no iteration
+            lp = _Loop(lp.ir, lo, simplify(hi - lo + 1), True)
+        out.append(lp)
+    return out, keep
 
 
 def _dep_order(names: list, defs: dict) -> list:
