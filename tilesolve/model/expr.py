@@ -313,6 +313,11 @@ class Let(Expr):
         object.__setattr__(self, "type", self.body.type)
 
 
+# Every kind of node of the language, for the passes' tables (``model/dispatch.py``).
+NODE_KINDS = (Const, Var, RVar, Param, BufferExtent, Cast, BinOp, Not, Select, Call,
+              Intrinsic, Let)
+
+
 # ---------------------------------------------------------------------------
 # Construction helpers with Halide's typing rules
 # ---------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ...errors import LoweringError
 from ...lower.ir import Load
 from ...model import expr as E
 from ...model import ops
+from ...model.dispatch import NodeTable
 from ...model.types import Type
 
 _CTYPE = {("bool", 1): "bool", ("int", 8): "ts_i8", ("int", 16): "ts_i16",
@@ -281,30 +282,63 @@ class ExprPrinter:
 
     def node(self, e: E.Expr, args: list) -> str:
         """One node as C, given its operands' texts (those of ``_operands``)."""
-        if isinstance(e, E.Const):
-            return literal(e)
-        if isinstance(e, (E.Var, E.Param)):
-            return self.names(e.name)
-        if isinstance(e, Load):
-            return f"{self.names(e.buffer)}[{args[0]}]"
-        if isinstance(e, E.Cast):
-            return _cast(e.value.type, e.type, args[0])
-        if isinstance(e, E.BinOp):
-            return ops.impl("cuda", e.op)(self, e, *args)
-        if isinstance(e, E.Not):
-            return f"(!{args[0]})"
-        if isinstance(e, E.Select):
-            return f"({args[0]} ? {args[1]} : {args[2]})"
-        if isinstance(e, E.Intrinsic):
-            return ops.impl("cuda", e.name)(self, e, args)
-        if isinstance(e, E.Let):
-            t = ctype(e.value.type)
-            return (f"([&]() -> {ctype(e.type)} {{ const {t} {self.names(e.name)} = "
-                    f"{args[0]}; return {args[1]}; }}())")
-        if isinstance(e, (E.Call, E.BufferExtent, E.RVar)):
-            raise LoweringError(f"the CUDA backend got an unlowered {type(e).__name__} node ({e}); "
-                                "lowering should have replaced it")
-        raise LoweringError(f"the CUDA backend cannot print a {type(e).__name__} node ({e})")
+        return _C(e, self, args)
+
+
+_C = NodeTable("CUDA C", E.NODE_KINDS + (Load,))
+
+
+@_C.on(E.Const)
+def _c_const(e, p, args):
+    return literal(e)
+
+
+@_C.on(E.Var, E.Param)
+def _c_name(e, p, args):
+    return p.names(e.name)
+
+
+@_C.on(Load)
+def _c_load(e, p, args):
+    return f"{p.names(e.buffer)}[{args[0]}]"
+
+
+@_C.on(E.Cast)
+def _c_cast(e, p, args):
+    return _cast(e.value.type, e.type, args[0])
+
+
+@_C.on(E.BinOp)
+def _c_binop(e, p, args):
+    return ops.impl("cuda", e.op)(p, e, *args)
+
+
+@_C.on(E.Not)
+def _c_not(e, p, args):
+    return f"(!{args[0]})"
+
+
+@_C.on(E.Select)
+def _c_select(e, p, args):
+    return f"({args[0]} ? {args[1]} : {args[2]})"
+
+
+@_C.on(E.Intrinsic)
+def _c_intrinsic(e, p, args):
+    return ops.impl("cuda", e.name)(p, e, args)
+
+
+@_C.on(E.Let)
+def _c_let(e, p, args):
+    t = ctype(e.value.type)
+    return (f"([&]() -> {ctype(e.type)} {{ const {t} {p.names(e.name)} = "
+            f"{args[0]}; return {args[1]}; }}())")
+
+
+@_C.on(E.Call, E.BufferExtent, E.RVar)
+def _c_unlowered(e, p, args):
+    raise LoweringError(f"the CUDA backend got an unlowered {type(e).__name__} node ({e}); "
+                        "lowering should have replaced it")
 
 
 def _is_half(t: Type) -> bool:
