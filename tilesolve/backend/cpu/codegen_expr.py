@@ -36,8 +36,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...errors import LoweringError
+from ...lower.ir import Load
 from ...model import expr as E
 from ...model import ops
+from ...model.dispatch import NodeTable
 from ...model.types import Type
 from ...model.visit import children
 from . import half, vecmath
@@ -200,30 +202,7 @@ class ExprEmitter(LaneEmitter):
         return memo[id(e)]
 
     def _emit_node(self, e, index):
-        if isinstance(e, E.Const):
-            return ir.Constant(llvm_type(e.type), const_value(e.type, e.value))
-        if isinstance(e, (E.Var, E.Param)):
-            return self.lookup(e.name)
-        if isinstance(e, E.BufferExtent):
-            return self.lookup(f"{e.image}.extent.{e.dim}")
-        if isinstance(e, E.BinOp):
-            return self._binop(e, index)
-        if isinstance(e, E.Not):
-            a = self.emit(e.a)
-            a = self.vec(a) if isinstance(a, SYMBOLIC) else a
-            return self.b.xor(a, self.const(a.type, 1))
-        if isinstance(e, E.Select):
-            return self._select(e)
-        if isinstance(e, E.Cast):
-            return self._cast(e)
-        if isinstance(e, E.Intrinsic):
-            return self._intrinsic(e)
-        if isinstance(e, E.Let):
-            return self._let(e)
-        if type(e).__name__ == "Load":
-            return self.emit_load(e)
-        raise LoweringError(f"codegen: cannot generate code for {type(e).__name__} node {e}; "
-                            "lowering should have removed it")
+        return _LLVM(e, self, index)
 
     def lookup(self, name: str):
         try:
@@ -438,6 +417,67 @@ class ExprEmitter(LaneEmitter):
 
 
 _SHALLOW = 64      # emit() depth past which operands are emitted bottom-up first
+
+
+_LLVM = NodeTable("LLVM IR", E.NODE_KINDS + (Load,))
+
+
+@_LLVM.on(E.Const)
+def _ll_const(e, em, index):
+    return ir.Constant(llvm_type(e.type), const_value(e.type, e.value))
+
+
+@_LLVM.on(E.Var, E.Param)
+def _ll_name(e, em, index):
+    return em.lookup(e.name)
+
+
+@_LLVM.on(E.BufferExtent)
+def _ll_extent(e, em, index):
+    return em.lookup(f"{e.image}.extent.{e.dim}")
+
+
+@_LLVM.on(E.BinOp)
+def _ll_binop(e, em, index):
+    return em._binop(e, index)
+
+
+@_LLVM.on(E.Not)
+def _ll_not(e, em, index):
+    a = em.emit(e.a)
+    a = em.vec(a) if isinstance(a, SYMBOLIC) else a
+    return em.b.xor(a, em.const(a.type, 1))
+
+
+@_LLVM.on(E.Select)
+def _ll_select(e, em, index):
+    return em._select(e)
+
+
+@_LLVM.on(E.Cast)
+def _ll_cast(e, em, index):
+    return em._cast(e)
+
+
+@_LLVM.on(E.Intrinsic)
+def _ll_intrinsic_node(e, em, index):
+    return em._intrinsic(e)
+
+
+@_LLVM.on(E.Let)
+def _ll_let(e, em, index):
+    return em._let(e)
+
+
+@_LLVM.on(Load)
+def _ll_load(e, em, index):
+    return em.emit_load(e)
+
+
+@_LLVM.on(E.Call, E.RVar)
+def _ll_unlowered(e, em, index):
+    raise LoweringError(f"codegen: cannot generate code for {type(e).__name__} node {e}; "
+                        "lowering should have removed it")
 
 
 def _operands(e, index: bool):
