@@ -8,6 +8,7 @@ import pytest
 import tilesolve  # noqa: F401  (imports the modules that make tables)
 import tilesolve.backend.cpu.codegen_expr  # noqa: F401
 import tilesolve.backend.cuda.cexpr  # noqa: F401
+import tilesolve.interop.halide  # noqa: F401
 import tilesolve.model.printer  # noqa: F401  (imported on first print)
 from tilesolve.errors import TilesolveError
 from tilesolve.model import expr as E
@@ -21,7 +22,8 @@ def test_node_kinds_lists_every_kind_of_the_language():
 
 
 def test_every_table_covers_every_kind_it_names():
-    assert {t.name for t in NodeTable.tables} >= {"evaluate", "print", "CUDA C", "LLVM IR"}
+    assert {t.name for t in NodeTable.tables} >= {"evaluate", "print", "CUDA C", "LLVM IR",
+                                              "Halide translation"}
     for t in NodeTable.tables:
         assert set(E.NODE_KINDS) <= set(t.kinds), t.name
         assert t.uncovered() == [], f"{t.name} has no rule for {t.uncovered()}"

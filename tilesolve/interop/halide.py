@@ -51,6 +51,7 @@ import numpy as np
 from ..errors import RealizeError, TilesolveError
 from ..model import expr as E
 from ..model import ops
+from ..model.dispatch import NodeTable
 from ..model import types as T
 from ..model.func import Func
 from ..model.pipeline import Pipeline
@@ -295,6 +296,87 @@ def _param_value(name: str, t, v):
     return v
 
 
+_HL = NodeTable("Halide translation", E.NODE_KINDS)
+
+
+@_HL.on(E.Const)
+def _hl_const(e, tr):
+    return tr.const(e.type, e.value)
+
+
+@_HL.on(E.Var)
+def _hl_var(e, tr):
+    return tr.hl.Expr(tr.hp.var(e.name))
+
+
+@_HL.on(E.RVar)
+def _hl_rvar(e, tr):
+    return tr.hl.Expr(tr.rdom(e.rdom)[e.index])
+
+
+@_HL.on(E.Param)
+def _hl_param(e, tr):
+    if e.type == T.float16:                 # see _param_type
+        return tr.hl.cast(tr.hl.Float(16), tr.hp.params[e.name])
+    return tr.hl.Expr(tr.hp.params[e.name])
+
+
+@_HL.on(E.BufferExtent)
+def _hl_extent(e, tr):
+    return tr.hp.images[e.image].dim(e.dim).extent()
+
+
+@_HL.on(E.Cast)
+def _hl_cast(e, tr):
+    hl, v = tr.hl, tr.expr(e.value)
+    if e.type.is_bool():      # ours is x != 0; Halide's cast keeps the low bit
+        return v != tr.const(e.value.type, 0)
+    if e.type == T.float16 and e.value.type == T.float64:
+        return _f64_to_f16(hl, v)
+    return hl.cast(hl_type(e.type), v)
+
+
+@_HL.on(E.BinOp)
+def _hl_binop(e, tr):
+    return tr.binop(e.op, tr.expr(e.a), tr.expr(e.b))
+
+
+@_HL.on(E.Not)
+def _hl_not(e, tr):
+    return tr.hl.logical_not(tr.expr(e.a))
+
+
+@_HL.on(E.Select)
+def _hl_select(e, tr):
+    return tr.hl.select(tr.expr(e.cond), tr.expr(e.true_value), tr.expr(e.false_value))
+
+
+@_HL.on(E.Call)
+def _hl_call(e, tr):
+    args = [tr.expr(a) for a in e.args]
+    name = e.target.name
+    target = tr.hp.funcs.get(name) if isinstance(e.target, Func) else tr.hp.images.get(name)
+    if target is None:
+        raise TilesolveError(f"Halide translation: {name} is called but not in the pipeline")
+    return tr.as_expr(target[args])
+
+
+@_HL.on(E.Intrinsic)
+def _hl_intrinsic(e, tr):
+    return tr.intrinsic(e)
+
+
+@_HL.on(E.Let)
+def _hl_let(e, tr):
+    value = tr.expr(e.value)
+    saved_memo, saved_lets = tr.memo, tr.lets
+    tr.memo, tr.lets = {}, dict(tr.lets, **{e.name: value})
+    try:
+        return tr.expr(e.body)
+    finally:
+        tr.memo, tr.lets = saved_memo, saved_lets
+
+
 def translate(pipeline: Pipeline) -> HalidePipeline:
     """The Halide version of ``pipeline`` (fresh Halide objects each call)."""
     if not isinstance(pipeline, Pipeline):
@@ -355,52 +437,9 @@ class _ExprTranslator:
         return r
 
     def _node(self, e):
-        hl = self.hl
-        if isinstance(e, E.Const):
-            return self.const(e.type, e.value)
         if isinstance(e, (E.Var, E.RVar, E.Param)) and e.name in self.lets:
             return self.lets[e.name]
-        if isinstance(e, E.Var):
-            return hl.Expr(self.hp.var(e.name))
-        if isinstance(e, E.RVar):
-            return hl.Expr(self.rdom(e.rdom)[e.index])
-        if isinstance(e, E.Param):
-            if e.type == T.float16:                 # see _param_type
-                return hl.cast(hl.Float(16), self.hp.params[e.name])
-            return hl.Expr(self.hp.params[e.name])
-        if isinstance(e, E.BufferExtent):
-            return self.hp.images[e.image].dim(e.dim).extent()
-        if isinstance(e, E.Cast):
-            v = self.expr(e.value)
-            if e.type.is_bool():      # ours is x != 0; Halide's cast keeps the low bit
-                return v != self.const(e.value.type, 0)
-            if e.type == T.float16 and e.value.type == T.float64:
-                return _f64_to_f16(hl, v)
-            return hl.cast(hl_type(e.type), v)
-        if isinstance(e, E.BinOp):
-            return self.binop(e.op, self.expr(e.a), self.expr(e.b))
-        if isinstance(e, E.Not):
-            return hl.logical_not(self.expr(e.a))
-        if isinstance(e, E.Select):
-            return hl.select(self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value))
-        if isinstance(e, E.Call):
-            args = [self.expr(a) for a in e.args]
-            name = e.target.name
-            target = self.hp.funcs.get(name) if isinstance(e.target, Func) else self.hp.images.get(name)
-            if target is None:
-                raise TilesolveError(f"Halide translation: {name} is called but not in the pipeline")
-            return self.as_expr(target[args])
-        if isinstance(e, E.Intrinsic):
-            return self.intrinsic(e)
-        if isinstance(e, E.Let):
-            value = self.expr(e.value)
-            saved_memo, saved_lets = self.memo, self.lets
-            self.memo, self.lets = {}, dict(self.lets, **{e.name: value})
-            try:
-                return self.expr(e.body)
-            finally:
-                self.memo, self.lets = saved_memo, saved_lets
-        raise TilesolveError(f"Halide translation: no Halide form for the node {type(e).__name__} ({e})")
+        return _HL(e, self)
 
     def as_expr(self, v):
         """A Halide Expr of a FuncRef/Var/RVar/Param (an Expr is returned as is)."""
