@@ -133,8 +133,9 @@ def _one_scope(problem, name, region) -> dict:
 
 def _concrete(box) -> tuple:
     """One scope's box from ``CallSpans.boxes``, as int32 ints."""
-    return tuple((int(min(max(lo[0], -2**31), 2**31 - 1)), int(min(max(hi[0], -2**31), 2**31 - 1)))
-                 for lo, hi in box)
+    def end(v):
+        return int(min(max(v[0], -2**31), 2**31 - 1))
+    return tuple((end(lo), end(hi)) for lo, hi in box)
 
 
 def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:

@@ -115,6 +115,7 @@ class CallSpans:
         for c in _calls_in(exprs):
             per.setdefault(c.target.name, []).append([self._span(a) for a in c.args])
         self.boxes_regs = {name: self._union(calls) for name, calls in per.items()}
+        self.bounder = self._regs = self._syms = self._dep = None   # for compiling only
 
     # -- compiling ------------------------------------------------------------------------
     def _new_regs(self, n: int) -> int:
@@ -166,9 +167,9 @@ class CallSpans:
         """The bounds of ``arg``: numbers, or Exprs the program computes."""
         b = self.bounder
         for n in _post_order(arg, _operands, _whole):
-            if not self._varies(n) or isinstance(n, (E.Var, E.RVar)) or self._exact(n):
+            if not self._varies(n) or isinstance(n, (E.Var, E.RVar)):
                 b.bounds(n)                       # its operands are bounded already
-            else:
+            elif not self._exact(n) or _lost(b.bounds(n), [b.bounds(c) for c in _operands(n)]):
                 self._per_scope(n)
         if self._endpoints(b.bounds(arg)) is None:   # beyond the program's vocabulary
             self._per_scope(arg, whole=True)
@@ -183,8 +184,10 @@ class CallSpans:
             step, regs = "whole", ()
         else:
             step, regs = "rule", tuple(r for s in ops for r in s)
+        types = tuple(c.type for c in _operands(n)) if step == "rule" else \
+            tuple(T.int32 for _ in self.varying)
         out = self._new_regs(2)
-        self.program.append((step, out, n, regs))
+        self.program.append((step, out, n, regs, types))
         lo, hi = E.Var(f"@{out}.lo"), E.Var(f"@{out}.hi")
         self._syms[lo.name], self._syms[hi.name] = out, out + 1
         self.bounder.assume(n, Interval(lo, hi))
@@ -256,7 +259,7 @@ class CallSpans:
                 elif op == "const":
                     regs[r] = ins[2]
                 else:
-                    regs[r], regs[r + 1] = self._scope_by_scope(op, ins[2], ins[3], regs, values, k)
+                    regs[r], regs[r + 1] = self._scope_by_scope(ins, regs, values, k)
         out = {}
         for name, box in self.boxes_regs.items():
             dims = []
@@ -267,14 +270,15 @@ class CallSpans:
             out[name] = tuple(dims)
         return out
 
-    def _scope_by_scope(self, step, n, operand_regs, regs, values, k):
-        """Bounds of ``n`` in each of ``k`` scopes (once per distinct operand bounds)."""
+    def _scope_by_scope(self, ins, regs, values, k):
+        """Bounds of the node of step ``ins`` in each of ``k`` scopes (once per distinct
+        bounds of its operands, or of the varying names for a "whole" step)."""
+        step, _, n, operand_regs, types = ins
         if step == "rule":
-            types = [c.type for c in _operands(n) for _ in (0, 1)]
             cols = [regs[r] for r in operand_regs]
         else:
-            types = [T.int32] * (2 * len(self.varying))
             cols = [values[v][s] for v in self.varying for s in (0, 1)]
+        types = [t for t in types for _ in (0, 1)]
         table = np.stack([np.broadcast_to(np.asarray(c, dtype=np.float64), (k,)) for c in cols]) \
             if cols else np.zeros((0, k))
         if k > 1:
@@ -296,6 +300,13 @@ class CallSpans:
             los.append(float(lo))
             his.append(float(hi))
         return np.array(los)[where], np.array(his)[where]
+
+
+def _lost(iv: Interval, operands: list) -> bool:
+    """Did the symbolic rule give up an end (an endpoint Expr it could not keep exact)
+    that bounded operands bound numerically?"""
+    return (iv.lo is None or iv.hi is None) and \
+        all(k.lo is not None and k.hi is not None for k in operands)
 
 
 def _end(v, unbounded):
