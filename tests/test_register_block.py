@@ -299,14 +299,45 @@ def test_max_filter_blocks_its_tiled_output_update():
 
 @pytest.mark.parametrize("spec", SPECS)
 def test_a_matrix_vector_product_runs_its_row_blocks_in_parallel(spec):
-    """An update with no row loop of its own (``out[m] += mat[r, m] * vec[r]``): its x
-    blocks are the parallel tasks, outermost, each sweeping every K panel."""
-    from tilesolve.apps.validation import PIPELINES
-    app = PIPELINES["matvec"]
-    pipe, est = app.build()                        # 4096 x 4096
-    s = ts.solve_schedule(pipe, spec, est, method="greedy")
+    """An update with no row loop of its own, over a column-major matrix
+    (``out[m] += mat[m, r] * vec[r]``, ``m`` contiguous): its x blocks are the parallel
+    tasks, outermost, each sweeping every K panel."""
+    m, k = 4096, 4096
+    x = ts.Var("m")
+    mat = ts.ImageParam(ts.float32, 2, "matrix")
+    vec = ts.ImageParam(ts.float32, 1, "vector")
+    r = ts.RDom((0, vec.extent(0)), name="r")
+    out = ts.Func("output")
+    out[x] += mat[x, r.x] * vec[r.x]
+    pipe = ts.Pipeline(out)
+    s = ts.solve_schedule(pipe, spec, {"output": [m], "matrix": [m, k], "vector": [k]},
+                          method="greedy")
     update = str(s).splitlines()[-1]
     assert ".parallel(m_b)" in update and "reorder(m_r, r_x_ki, r_x_ko, m_b)" in update
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((53, 37)).astype(np.float32)
+    v = rng.standard_normal(53).astype(np.float32)
+    got = ts.compile(pipe, s).realize([37], matrix=a, vector=v)
+    np.testing.assert_array_equal(got, ts.reference.realize(pipe, [37], matrix=a, vector=v))
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_a_gathered_operand_is_not_blocked_across_vectors(spec):
+    """Over a row-major matrix (``out[m] += mat[r, m] * vec[r]``) each lane of ``m``
+    reads its own row, a cache line a lane: more vectors in a block would keep more
+    lines live than the L1's ways hold (the rows are 16 KB apart) and share none, so
+    the update stays one vector wide, parallel over its vectors."""
+    from tilesolve.apps.validation import PIPELINES
+    from tilesolve.solver.register_block import _gathers
+    app = PIPELINES["matvec"]
+    pipe, est = app.build()                        # 4096 x 4096
+    upd = pipe.func("output").updates[0]
+    calls = [n for n in ts.model.visit.walk(upd.value) if isinstance(n, ts.model.expr.Call)]
+    assert {c.target.name: _gathers(c, "m") for c in calls} == {
+        "output": False, "matrix": True, "vector": False}
+    s = ts.solve_schedule(pipe, spec, est, method="greedy")
+    update = str(s).splitlines()[-1]
+    assert "m_r" not in update and ".parallel(m)" in update and ".vectorize(m" in update
     small, _ = app.build(app.SMALL_SIZE, **app.SMALL_BUILD)
     inputs = app.make_inputs(app.SMALL_SIZE, **app.SMALL_BUILD)
     got = ts.compile(small, ts.Schedule.from_json(s.to_json(), small)).realize(

@@ -65,6 +65,7 @@ class BlockInfo:
     others: tuple            # the other pure Vars, in argument order
     rvars: tuple             # RVar loop names, innermost first
     load_classes: tuple      # per distinct non-self load: (depends on x, depends on y)
+    x_gathers: bool = False  # some operand's lanes along x are not adjacent (a gather)
 
 
 def _latency(n) -> int:
@@ -192,7 +193,8 @@ def block_info(params, func, d, pure: list, chain: tuple = (0.0, 0.0),
     info = BlockInfo(names[0], y, pure.index(names[0]),
                      pure.index(y) if y is not None else None,
                      tuple(n for n in names[1:] if n != y),
-                     tuple(rv.name for rv in d.rdom.rvars()), tuple(classes))
+                     tuple(rv.name for rv in d.rdom.rvars()), tuple(classes),
+                     any(_gathers(n, names[0]) for n in calls))
     if not shares_load(info) and not chain_bound(params, chain, loop_ops):
         return None              # no operand is shared across a block, no chain to hide
     return info
@@ -209,6 +211,13 @@ def _load_classes(calls, x: str, row: str | None) -> list:
         split = dx and not any(isinstance(a, E.Var) and a.name == x for a in n.args)
         out.append((dx, row is not None and row in used, split))
     return out
+
+
+def _gathers(call, x: str) -> bool:
+    """Whether ``call``'s lanes along ``x`` are not adjacent: ``x`` appears in an
+    argument other than the innermost (``mat[r, x]``: one cache line a lane)."""
+    return any(isinstance(v, E.Var) and v.name == x
+               for a in call.args[1:] for v in walk(a))
 
 
 def _row_score(calls, x: str, row: str, nb: int, by: int) -> float:
@@ -314,6 +323,11 @@ def choose_block(params, u, blk: BlockInfo, lanes: int, registers: int, e_x, e_y
     for nb, by in candidates(params, registers):
         if (blk.y is None or not shares) and by > 1:
             continue            # rows without a shared load: only more chains, as nb gives
+        if blk.x_gathers and nb > 1:
+            # a gathered operand touches a cache line per lane each RDom step; more
+            # vectors keep more lines live at once than the L1's ways hold when the
+            # rows are a power of two apart, and share none of them
+            continue
         ey = e_y if blk.y is not None else 1.0
         arith, util, loop = blocked_point_cost(params, u, blk, nb, by, lanes, e_x, ey, acc_ops,
                                                registers)
