@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from ..analysis.simplify import prove, simplify
 from ..errors import ScheduleError
 from ..model import expr as E
+from ..model.ops import EXACT_MATH, OPS
 from ..model import types as T
 from ..model.schedule_types import Fuse, Split, resolve_tail
 from ..model.visit import walk
@@ -213,11 +214,14 @@ class _Builder:
         kinds = [dm.kind for dm in outer_first]
         if guard_shifts and len(self.converted) == 1:
             # the nest taken when the one split whose factor may exceed its extent does:
-            # that dimension is shorter than the factor, so its vector and unrolled loops
-            # run plain (no masked vectors to partition, no unrolled copies: less code)
+            # that dimension is shorter than the factor, so its unrolled loops run plain,
+            # and its vector loops too (no masked vectors to partition: less code) unless
+            # the value has math whose vector code may round differently from scalar
+            # code (a point's value must not depend on the size realized)
             pre = self.converted[0] + "."
-            kinds = ["serial" if k in ("vectorized", "unrolled") and lp.ir.startswith(pre)
-                     else k for k, lp in zip(kinds, order)]
+            plain = ("unrolled",) if _approximate_math(value) else ("vectorized", "unrolled")
+            kinds = ["serial" if k in plain and lp.ir.startswith(pre) else k
+                     for k, lp in zip(kinds, order)]
         # no steady-state version on GPUs, nor in the nest for extents smaller than a
         # split's factor (``guard_shifts``: taken only for tiny images)
         full = {} if guard_shifts or any(k.startswith("gpu") for k in kinds) else self.full
@@ -291,6 +295,12 @@ def _assemble(body, loops, kinds, defs: dict, guards: list, full: dict | None = 
     lp = loops[split_at]
     s = L.For(lp.ir, simplify(lp.min), simplify(lp.extent), kinds[split_at], s)
     return lets(-1, guarded(-1, nest(s, 0, split_at - 1)))
+
+
+def _approximate_math(e) -> bool:
+    """Whether ``e`` has a math op outside ``ops.EXACT_MATH`` (exp, sin, ...)."""
+    return any(isinstance(n, E.Intrinsic) and n.name in OPS and OPS[n.name].kind == "math"
+               and n.name not in EXACT_MATH for n in walk(e))
 
 
 def _names_in(e) -> set:

@@ -40,6 +40,10 @@ import numpy as np
 from . import types as T
 
 LAYERS = ("interval", "llvm", "cuda", "halide")
+# Math ops every backend rounds correctly, in scalar and vector code alike; the other
+# math ops (exp, sin, ...) may differ in their last bits between a backend's vector
+# code and its scalar code (the CPU's vector polynomials against the C library).
+EXACT_MATH = frozenset({"sqrt", "trunc", "floor", "ceil", "round", "abs"})
 
 
 @dataclass(frozen=True)
