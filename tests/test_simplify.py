@@ -217,3 +217,18 @@ def test_every_rule_of_the_table_fires():
     for name, o in ops.OPS.items():
         key = name if o.kind not in ("math", "reinterpret") else "call:" + name
         assert key in keys, f"the op {name} has no rule in the simplifier's table"
+
+
+def test_float_min_and_max_keep_their_operand_order():
+    """min(0.0, -0.0) is 0.0 and min(-0.0, 0.0) is -0.0 (numpy's rule, and NaNs pick a
+    side too), so a float min or max with a constant first is not reordered."""
+    fu = ts.Param(ts.float32, "fu")
+    zero = c(ts.float32, 0.0)
+    for op in (ts.min, ts.max):
+        e = op(zero, fu)
+        assert simplify(e) is e
+        for v in (-0.0, 0.0, float("nan")):
+            got = evaluate(simplify(e), {"fu": np.float32(v)})
+            want = evaluate(e, {"fu": np.float32(v)})
+            assert np.signbit(got) == np.signbit(want) and np.isnan(got) == np.isnan(want)
+    assert simplify(ts.min(c(ts.int32, 3), x)) is simplify(ts.min(x, c(ts.int32, 3)))

@@ -112,6 +112,8 @@ def fold_binop(s, a, b, e):
 
 @rule(Pat(None, (c, x), "e"), keys=COMMUTATIVE)
 def constant_to_the_right(s, c, x, e):
+    if e.op in ("min", "max") and e.type.is_float():
+        return None        # min(0.0, -0.0) is 0.0 and min(-0.0, 0.0) is -0.0 (and NaNs)
     return E.BinOp(e.op, x, c)
 
 
