@@ -91,13 +91,13 @@ def test_partitioned_stencils_equal_the_reference_around_the_vector_width(bounda
 
 
 def test_a_clamp_the_solver_cannot_place_stays_in_the_steady_state():
-    """x / 2 is not linear in the loop variable: its clamp is kept everywhere, and the
+    """x % 5 is not linear in the loop variable: its clamp is kept everywhere, and the
     linear taps beside it are still partitioned."""
     x, y = ts.Var("x"), ts.Var("y")
     inp = ts.ImageParam(ts.float32, 2, "input")
     src = ts.boundary.repeat_edge(inp)
     f = ts.Func("f")
-    f[x, y] = src[x / 2, y] + src[x + 1, y]
+    f[x, y] = src[x % 5 * 3 - 1, y] + src[x + 1, y]
     pipe = ts.Pipeline(f)
     s = ts.Schedule(pipe)
     s[f].vectorize(x, LANES)
@@ -106,12 +106,38 @@ def test_a_clamp_the_solver_cannot_place_stays_in_the_steady_state():
               if isinstance(n, L.For) and n.name.endswith(".steady")]
     assert steady
     text = str(steady[0])
-    assert "/ 2, 0)" in text or "/ 2, input.extent.0 - 1)" in text
+    assert "% 5" in text and "input.extent.0 - 1)" in text
     compiled = ts.compile(pipe, s, cache_dir=False)
     for w in (1, 9, 30):
-        a = np.random.default_rng(w).random((2, w), dtype=np.float32)
+        a = np.random.default_rng(w).random((2, w + 14), dtype=np.float32)
         np.testing.assert_array_equal(compiled.realize([w, 2], input=a),
                                       ts.reference.realize(pipe, [w, 2], input=a))
+
+
+def test_a_clamp_of_a_halved_index_leaves_the_steady_state():
+    """Floor division by a constant is solved exactly (``P / k >= m`` iff ``P >= m k``):
+    an upsampling read ``src[x / 2]`` runs clamp-free in the steady loop, as chroma
+    upsampling needs, and the results equal the reference at every width."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.uint8, 2, "input")
+    src = ts.boundary.repeat_edge(inp)
+    f = ts.Func("f")
+    f[x, y] = ts.select((x & 1) == 0, src[x / 2, y],
+                        ts.rounding_halving_add(src[x / 2, y], src[x / 2 + 1, y]))
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe)
+    s[f].vectorize(x, LANES)
+    lowered = lower(pipe, s)
+    steady = [n for n in L.walk_stmts(lowered.body)
+              if isinstance(n, L.For) and n.name.endswith(".steady")]
+    assert steady
+    text = str(steady[0])
+    assert "/ 2, 0)" not in text and "input.extent.0 - 1)" not in text
+    compiled = ts.compile(pipe, s, cache_dir=False)
+    for w in (1, 2, 9, 31, 70):
+        a = np.random.default_rng(w).integers(0, 256, (3, (w + 1) // 2), dtype=np.uint8)
+        np.testing.assert_array_equal(compiled.realize([w, 3], input=a),
+                                      ts.reference.realize(pipe, [w, 3], input=a))
 
 
 # -- the solver's range is sufficient --------------------------------------------------
@@ -128,6 +154,7 @@ def _exprs():
             st.tuples(inner, st.sampled_from([-3, -1, 2, 5])).map(lambda p: p[0] * p[1]),
             st.tuples(inner, inner).map(lambda p: E.min_(p[0], p[1])),
             st.tuples(inner, inner).map(lambda p: E.max_(p[0], p[1])),
+            st.tuples(inner, st.sampled_from([1, 2, 3, 8])).map(lambda p: p[0] / p[1]),
         )
     return st.recursive(leaf, extend, max_leaves=8)
 

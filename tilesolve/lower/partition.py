@@ -28,7 +28,10 @@ iteration; ``min(e, hi)`` where ``e <= hi``.  Nested clamps are taken bottom-up,
 the clamped operand over the lanes, minus the clamp's bound) is solved for ``v``
 into a *sufficient* range: linear terms give ``v >= ceil(-r/a)`` or ``v <= floor(r/-a)``;
 ``min(P, Q) >= 0`` needs both; ``max(P, Q) >= 0`` takes the side that depends on ``v``;
-additive terms distribute into ``min``/``max``.  Conditions that do not mention ``v``
+additive terms distribute into ``min``/``max``; a term ``+-P / k`` (floor division by a
+positive constant, what upsampling reads) is solved exactly through ``P``: ``P / k + R >=
+0`` iff ``P + R k >= 0``, ``R - P / k >= 0`` iff ``R k + k - 1 - P >= 0``.  Conditions
+that do not mention ``v``
 become a guard checked once per loop entry (false: the steady loop is empty).  A clamp
 whose condition cannot be solved this way stays in the steady body, so the result is
 always correct: the steady body runs only where every removed clamp was a no-op.
@@ -317,8 +320,47 @@ def _solve(x: E.Expr, v: str, depth: int = 0):
         # max(P, Q) >= 0 holds where either does: take the side that moves with v
         first, second = (pa, pb) if _mentions(x.a, {v}) else (pb, pa)
         return first if first is not None else second
+    q = _undivide(x, v)
+    if q is not None:
+        return _solve(q, v, depth + 1)
     d = _distribute(x)
     return None if d is None else _solve(d, v, depth + 1)
+
+
+def _div_by_const(e):
+    """(P, k) if ``e`` is ``P / k`` with ``k`` a positive int constant, else None."""
+    if isinstance(e, E.BinOp) and e.op == "div" and isinstance(e.b, E.Const) \
+            and isinstance(e.b.value, int) and e.b.value > 0:
+        return e.a, e.b.value
+    return None
+
+
+def _undivide(x: E.Expr, v: str):
+    """An Expr ``y`` with ``y >= 0`` exactly where ``x >= 0``, free of the division by a
+    constant that holds ``v``, or None.  ``x`` is a sum of terms, one of them ``+-P / k``
+    (``k`` a positive int constant, floor division) and the others, ``R``, free of
+    ``v``: ``P / k + R >= 0`` iff ``P + R * k >= 0``, and ``R - P / k >= 0`` iff
+    ``R * k + k - 1 - P >= 0``."""
+    terms, stack = [], [(x, 1)]
+    while stack:
+        e, sign = stack.pop()
+        if isinstance(e, E.BinOp) and e.op in ("add", "sub"):
+            stack.append((e.a, sign))
+            stack.append((e.b, sign if e.op == "add" else -sign))
+        else:
+            terms.append((e, sign))
+    moving = [(e, sign) for e, sign in terms if _mentions(e, {v})]
+    if len(moving) != 1 or _div_by_const(moving[0][0]) is None:
+        return None
+    (div, sign), = moving
+    p, k = _div_by_const(div)
+    rest = E.as_expr(0, x.type)
+    for e, sg in terms:
+        if e is not div:
+            rest = rest + e if sg > 0 else rest - e
+    if sign > 0:
+        return p + rest * k
+    return rest * k + (k - 1) - p
 
 
 # ---------------------------------------------------------------------------
