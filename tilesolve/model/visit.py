@@ -126,6 +126,26 @@ def children(e: E.Expr) -> Iterator[E.Expr]:
                     yield x
 
 
+def post_order(root: E.Expr, operands=None, leave_whole=None) -> list:
+    """Every distinct node under ``root`` once, operands before their users, by an
+    explicit stack (any depth).  ``operands(n)``: what to visit below ``n`` (its
+    children); nothing is visited below a node for which ``leave_whole(n)`` is true."""
+    operands = operands or children
+    out, seen, stack = [], set(), [(root, False)]
+    while stack:
+        n, ready = stack.pop()
+        if ready:
+            out.append(n)
+            continue
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        stack.append((n, True))
+        if leave_whole is None or not leave_whole(n):
+            stack.extend((c, False) for c in operands(n))
+    return out
+
+
 def walk(e: E.Expr) -> Iterator[E.Expr]:
     """Every distinct node of ``e`` once, parents before children."""
     seen: set[int] = set()

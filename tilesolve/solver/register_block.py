@@ -52,7 +52,7 @@ import numpy as np
 
 from ..model import expr as E
 from ..model import ops as OPS
-from ..model.visit import children, walk
+from ..model.visit import children, post_order, walk
 
 @dataclass(frozen=True)
 class BlockInfo:
@@ -95,18 +95,8 @@ def accumulation_chain(func, d) -> tuple:
     if not selfs or any(tuple(c.args) != tuple(d.args) for c in selfs):
         return 0.0, 0.0
     # longest latency from a self read up to each node, children before parents
-    order, seen, stack = [], set(), [(d.value, False)]
-    while stack:
-        n, done = stack.pop()
-        if done:
-            order.append(n)
-            continue
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.append((n, True))
-        if not (isinstance(n, E.Call) and n.target.name == func.name):
-            stack.extend((k, False) for k in children(n))
+    order = post_order(d.value, leave_whole=lambda n: isinstance(n, E.Call) and
+                       n.target.name == func.name)
     depth: dict = {}
     for n in order:
         if isinstance(n, E.Call) and n.target.name == func.name:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...model import expr as E
 from ...model import types as T
-from ...model.visit import children, walk
+from ...model.visit import children, post_order, walk
 from .. import simplify as _S
 from . import numeric as N
 from .bounds import Bounder, _operands, as_interval
@@ -38,24 +38,6 @@ _MONOTONE = frozenset(("add", "sub", "min", "max"))
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
           "min": np.minimum, "max": np.maximum}
 _RULE_NODES = (E.BinOp, E.Not, E.Select, E.Cast, E.Intrinsic)
-
-
-def _post_order(root, operands, leave_whole) -> list:
-    """Distinct nodes under ``root``, operands first (an explicit stack: any depth);
-    nothing below a node ``leave_whole`` names."""
-    out, seen, stack = [], set(), [(root, False)]
-    while stack:
-        n, ready = stack.pop()
-        if ready:
-            out.append(n)
-            continue
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        stack.append((n, True))
-        if not leave_whole(n):
-            stack.extend((c, False) for c in operands(n))
-    return out
 
 
 def _whole(n) -> bool:
@@ -166,7 +148,7 @@ class CallSpans:
     def _span(self, arg) -> Interval:
         """The bounds of ``arg``: numbers, or Exprs the program computes."""
         b = self.bounder
-        for n in _post_order(arg, _operands, _whole):
+        for n in post_order(arg, _operands, _whole):
             if not self._varies(n) or isinstance(n, (E.Var, E.RVar)):
                 b.bounds(n)                       # its operands are bounded already
             elif not self._exact(n) or _lost(b.bounds(n), [b.bounds(c) for c in _operands(n)]):
@@ -204,7 +186,7 @@ class CallSpans:
         hit = self._regs.get(id(end))
         if hit is not None:
             return hit[1]
-        for n in _post_order(end, lambda m: tuple(children(m)), lambda m: False):
+        for n in post_order(end):
             if id(n) in self._regs:
                 continue
             if isinstance(n, E.Var) and n.name in self._syms:
