@@ -90,22 +90,27 @@ def test_partitioned_stencils_equal_the_reference_around_the_vector_width(bounda
             np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"size {w}x{h}")
 
 
-def test_a_clamp_the_solver_cannot_place_stays_in_the_steady_state():
-    """x % 5 is not linear in the loop variable: its clamp is kept everywhere, and the
-    linear taps beside it are still partitioned."""
+def _vectorized_repeat_edge(t, value):
+    """``f[x, y] = value(src, x, y)`` over ``repeat_edge`` of a ``t`` input, vectorized
+    in x: (pipeline, schedule, the text of the first steady loop of its lowered IR)."""
     x, y = ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.float32, 2, "input")
-    src = ts.boundary.repeat_edge(inp)
+    src = ts.boundary.repeat_edge(ts.ImageParam(t, 2, "input"))
     f = ts.Func("f")
-    f[x, y] = src[x % 5 * 3 - 1, y] + src[x + 1, y]
+    f[x, y] = value(src, x, y)
     pipe = ts.Pipeline(f)
     s = ts.Schedule(pipe)
     s[f].vectorize(x, LANES)
-    lowered = lower(pipe, s)
-    steady = [n for n in L.walk_stmts(lowered.body)
+    steady = [n for n in L.walk_stmts(lower(pipe, s).body)
               if isinstance(n, L.For) and n.name.endswith(".steady")]
     assert steady
-    text = str(steady[0])
+    return pipe, s, str(steady[0])
+
+
+def test_a_clamp_the_solver_cannot_place_stays_in_the_steady_state():
+    """x % 5 is not linear in the loop variable: its clamp is kept everywhere, and the
+    linear taps beside it are still partitioned."""
+    pipe, s, text = _vectorized_repeat_edge(
+        ts.float32, lambda src, x, y: src[x % 5 * 3 - 1, y] + src[x + 1, y])
     assert "% 5" in text and "input.extent.0 - 1)" in text
     compiled = ts.compile(pipe, s, cache_dir=False)
     for w in (1, 9, 30):
@@ -118,20 +123,10 @@ def test_a_clamp_of_a_halved_index_leaves_the_steady_state():
     """Floor division by a constant is solved exactly (``P / k >= m`` iff ``P >= m k``):
     an upsampling read ``src[x / 2]`` runs clamp-free in the steady loop, as chroma
     upsampling needs, and the results equal the reference at every width."""
-    x, y = ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.uint8, 2, "input")
-    src = ts.boundary.repeat_edge(inp)
-    f = ts.Func("f")
-    f[x, y] = ts.select((x & 1) == 0, src[x / 2, y],
-                        ts.rounding_halving_add(src[x / 2, y], src[x / 2 + 1, y]))
-    pipe = ts.Pipeline(f)
-    s = ts.Schedule(pipe)
-    s[f].vectorize(x, LANES)
-    lowered = lower(pipe, s)
-    steady = [n for n in L.walk_stmts(lowered.body)
-              if isinstance(n, L.For) and n.name.endswith(".steady")]
-    assert steady
-    text = str(steady[0])
+    pipe, s, text = _vectorized_repeat_edge(
+        ts.uint8, lambda src, x, y: ts.select(
+            (x & 1) == 0, src[x / 2, y],
+            ts.rounding_halving_add(src[x / 2, y], src[x / 2 + 1, y])))
     assert "/ 2, 0)" not in text and "input.extent.0 - 1)" not in text
     compiled = ts.compile(pipe, s, cache_dir=False)
     for w in (1, 2, 9, 31, 70):
