@@ -6,6 +6,8 @@ scatters, GPU-style block/thread loops with a barrier), compiles it and checks t
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -447,9 +449,11 @@ def test_register_tile_accumulators_stay_in_registers():
 @pytest.mark.parametrize("width", [16, 17, 31, 40, 63])
 def test_upsampling_by_two_loads_densely(width):
     """``f[x / 2]`` and ``f[(x + 1) / 2]`` in a 16-wide vector loop read the 8 (even
-    first lane) or 9 (odd) elements the lanes touch with one dense load and a
-    shuffle, not a 16-element gather; the odd and even cases both occur here, since
-    the last vector of a row starts at width - 16. Equal to the reference."""
+    first lane) or 9 (odd) elements the lanes touch with dense loads and a shuffle, not
+    a 16-element gather: the 9 as two overlapping 8-wide loads (an odd-width load is
+    split by LLVM into one load per power of two); the odd and even cases both occur
+    here, since the last vector of a row starts at width - 16. Equal to the
+    reference."""
     x, y = ts.Var("x"), ts.Var("y")
     inp = ts.ImageParam(ts.float32, 2, "input")
     down = ts.Func("down")
@@ -462,11 +466,45 @@ def test_upsampling_by_two_loads_densely(width):
     s[down].compute_root()
     compiled = ts.compile(pipe, s)
     text = compiled.llvm_ir()        # (the masked branch for widths < 16 gathers)
-    assert "load <8 x float>" in text and "load <9 x float>" in text
+    assert "load <8 x float>" in text and "load <9 x float>" not in text
     sizes = [width, 3]
     src = np.random.default_rng(width).random((3, width // 2 + 2), dtype=np.float32)
     want = ts.reference.realize(pipe, sizes, input=src)
     np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4, -2])
+@pytest.mark.parametrize("dtype", [ts.float32, ts.uint8])
+def test_strided_loads_read_whole_vectors_inside_their_span(stride, dtype):
+    """``f[k x + c]`` in a vectorized loop reads the span its lanes touch with loads of a
+    power-of-two width, the last moved back to end at the last lane's element, then one
+    shuffle: no odd-width load (which LLVM splits into a load per power of two) and no
+    gather.  Every width from one vector to a few, so the last vector of a row ends
+    exactly at the input's last element; equal to the reference."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(dtype, 2, "input")
+    f = ts.Func("f")
+    k = abs(stride)
+    idx = stride * x + (k - 1 if stride > 0 else 0)
+    if stride < 0:
+        idx = idx + inp.extent(0) - 1
+    f[x, y] = inp[idx, y] + inp[idx - (k - 1), y]
+    pipe = ts.Pipeline(f)
+    lanes = 16 if dtype == ts.float32 else 32
+    s = ts.Schedule(pipe)
+    s[f].vectorize(x, lanes)
+    compiled = ts.compile(pipe, s, cache_dir=False)
+    text = compiled.llvm_ir()
+    elem = "float" if dtype == ts.float32 else "i8"
+    odd = re.findall(rf"load <(\d+) x {elem}>", text)
+    assert odd and all(int(n) & (int(n) - 1) == 0 for n in odd), sorted(set(odd))
+    for width in (lanes, lanes + 1, 2 * lanes - 1, 3 * lanes + 5):
+        sizes = [width, 2]
+        rng = np.random.default_rng(width)
+        src = rng.integers(0, 100, (2, k * width), dtype=np.uint8)
+        src = src.astype(np.float32) if dtype == ts.float32 else src
+        want = ts.reference.realize(pipe, sizes, input=src)
+        np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)
 
 
 @pytest.mark.parametrize("mode", ["default", "scalar"])

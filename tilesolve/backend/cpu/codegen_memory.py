@@ -13,7 +13,7 @@ Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
                       else a gather/scatter
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
-ramp, |stride| 2..4   (loads) one dense load spanning the lanes, then a shuffle
+ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuffle
 anything else         a gather (``llvm.masked.gather``: the target's gather
                       instruction where LLVM deems it fast) or a scatter
                       (per-lane scalar stores, in lane order)
@@ -179,10 +179,41 @@ class MemoryEmitter:
             else:
                 start = b.sub(idx.base, ir.Constant(idx.base.type, span - 1))
                 picks = [span - 1 + k * s for k in range(w)]
-            wide = b.load(self._vec_ptr(buf, start, span), align=align)
-            return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
-                                    ir.Constant(ir.VectorType(I32, w), picks))
+            return self._span_load(buf, start, span, picks)
         return self._gather(buf, self.vec(idx), align)
+
+    def _span_load(self, buf: Buffer, start, span: int, picks: list):
+        """The lanes ``buf[start + p]`` for ``p`` in ``picks`` (each in ``[0, span)``),
+        read with dense loads of a power-of-two width inside ``[start, start + span)``:
+        chunks at ``0, c, 2c, ...``, the last one moved back to end at ``span - 1`` (so
+        nothing outside the span is read), then one shuffle.  A load of an odd width
+        (31 floats for a stride-2 ramp of 16 lanes) is split by LLVM into a load per
+        power of two, and its shuffle into inserts."""
+        b = self.b
+        align = max(1, buf.type.bytes)
+        c = 1 << (span.bit_length() - 1)        # the widest power of two within the span
+        if c == span:
+            starts = [0]
+        else:
+            c = min(c, max(self.lanes, 2))
+            starts = [min(j * c, span - c) for j in range(-(-span // c))]
+        chunks = [b.load(self._vec_ptr(buf, b.add(start, ir.Constant(start.type, s0))
+                                       if s0 else start, c), align=align)
+                  for s0 in starts]
+        where = []
+        for p in picks:                         # the first chunk that holds offset p
+            j = next(j for j, s0 in enumerate(starts) if s0 <= p < s0 + c)
+            where.append(j * c + p - starts[j])
+        while len(chunks) > 1:                  # concatenate pairwise (padding with undef)
+            if len(chunks) % 2:
+                chunks.append(ir.Constant(chunks[0].type, ir.Undefined))
+            n = chunks[0].type.count
+            both = ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n)))
+            chunks = [b.shuffle_vector(chunks[i], chunks[i + 1], both)
+                      for i in range(0, len(chunks), 2)]
+        wide = chunks[0]
+        return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                ir.Constant(ir.VectorType(I32, len(picks)), where))
 
     def _halves_load(self, buf: Buffer, idx: Halves, align: int):
         """The lanes ``q + (k + odd) // 2``: a dense load of the W/2 (+1 when odd)
@@ -193,10 +224,7 @@ class MemoryEmitter:
             for branch, is_odd in ((odd, True), (even, False)):
                 with branch:
                     n = w // 2 + is_odd
-                    wide = b.load(self._vec_ptr(buf, idx.q, n), align=align)
-                    picks = ir.Constant(ir.VectorType(I32, w), idx.picks(is_odd))
-                    out.append((b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
-                                                 picks), b.block))
+                    out.append((self._span_load(buf, idx.q, n, idx.picks(is_odd)), b.block))
         v = b.phi(out[0][0].type)
         for val, block in out:
             v.add_incoming(val, block)
