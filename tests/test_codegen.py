@@ -507,6 +507,35 @@ def test_strided_loads_read_whole_vectors_inside_their_span(stride, dtype):
         np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)
 
 
+@pytest.mark.parametrize("checked", [False, True])
+def test_a_run_time_stride_across_lanes_loads_lane_by_lane(checked):
+    """``mat[r, x]`` vectorized over x: each lane reads its own row, at ``r + x * stride``
+    with the stride known only at run time.  The full vectors load lane by lane at
+    addresses stepped in scalars (no ``llvm.masked.gather`` outside the masked tail);
+    equal to the reference at widths around the vector, a transposed view included
+    (and, checked, inside the buffers' bounds)."""
+    x = ts.Var("x")
+    mat = ts.ImageParam(ts.float32, 2, "mat")
+    r = ts.RDom((0, mat.extent(0)), name="r")
+    f = ts.Func("f")
+    f[x] += mat[r.x, x] * (r.x + 1)
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe)
+    s[f].update(0).vectorize(x, 8)
+    compiled = ts.compile(pipe, s, cache_dir=False, checked=checked)
+    if not checked:
+        steady = [blk for blk in re.split(r"\n(?=[\w.\-]+:)", compiled.llvm_ir())
+                  if "fmul <8 x float>" in blk and "masked" not in blk]
+        assert steady and not any("masked.gather" in blk for blk in steady)
+    rng = np.random.default_rng(3)
+    for rows in (8, 9, 15, 21):
+        m = rng.standard_normal((rows, 5)).astype(np.float32)
+        for arr in (m, np.asfortranarray(m), rng.standard_normal((5, rows)).astype(
+                np.float32).T):
+            want = ts.reference.realize(pipe, [rows], mat=arr)
+            np.testing.assert_array_equal(compiled.realize([rows], mat=arr), want)
+
+
 @pytest.mark.parametrize("mode", ["default", "scalar"])
 def test_gathers_under_a_mask_read_the_active_lanes(mode):
     """A gather is one ``llvm.masked.gather`` (the target's gather instruction where LLVM

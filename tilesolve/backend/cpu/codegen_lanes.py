@@ -16,6 +16,11 @@ Inside a vectorized loop of W lanes an integer value may be kept *symbolic*:
   ramp) or W/2 + 1 (odd) elements the lanes touch, densely, and duplicates them with a
   shuffle: no gather.
 
+* :class:`Strided` ``base + stride * k`` with a run-time scalar ``stride``: a ramp times
+  a uniform value, e.g. a vectorized variable indexing rows of a matrix
+  (``m[r, x]`` vectorized over x).  A Load there is one scalar load per lane at an
+  address computed in scalars (no vector of addresses to extract from, no gather).
+
 Everything else is a scalar ``ir.Value`` (uniform across lanes) or a W-lane vector.
 Arithmetic here is exact in wrapped integers: ``cond`` includes a check that the ramp
 does not wrap around inside the vector.
@@ -60,7 +65,16 @@ class Halves:
         return [(k + odd) // 2 for k in range(self.lanes)]
 
 
-SYMBOLIC = (Ramp, Guarded, Halves)       # lane values kept symbolic (see vec())
+@dataclass(frozen=True)
+class Strided:
+    """The lanes ``base + stride * k`` for k in [0, lanes), ``stride`` a scalar ir.Value."""
+
+    base: ir.Value
+    stride: ir.Value
+    lanes: int
+
+
+SYMBOLIC = (Ramp, Guarded, Halves, Strided)   # lane values kept symbolic (see vec())
 
 
 def is_varying(v) -> bool:
@@ -89,6 +103,10 @@ class LaneEmitter:
             vt = ir.VectorType(v.q.type, v.lanes)
             offs = b.select(v.odd, ir.Constant(vt, v.picks(True)), ir.Constant(vt, v.picks(False)))
             return b.add(self.vec(v.q), offs)
+        if isinstance(v, Strided):
+            vt = ir.VectorType(v.base.type, v.lanes)
+            ks = ir.Constant(vt, list(range(v.lanes)))
+            return b.add(self.vec(v.base), b.mul(self.vec(v.stride), ks))
         if isinstance(v, Ramp):
             vt = ir.VectorType(v.base.type, v.lanes)
             w = v.base.type.width
@@ -123,8 +141,44 @@ class LaneEmitter:
         if op in ("min", "max"):
             return self._guarded_minmax(op, t, a, b)
         if isinstance(a, Guarded) or isinstance(b, Guarded):
+            if isinstance(a, Strided) or isinstance(b, Strided):
+                return None
             return self._guarded_arith(op, t, a, b, nsw)
-        return self._ramp_arith(op, t, a, b, nsw)
+        if not (isinstance(a, Strided) or isinstance(b, Strided)):
+            r = self._ramp_arith(op, t, a, b, nsw)
+            if r is not None or op != "mul":
+                return r
+        return self._strided_arith(op, a, b, nsw)
+
+    def _strided_arith(self, op, a, b, nsw):
+        """Sums of ramps, Strided and uniform values, and products of a ramp or Strided
+        with a uniform value, as Strided (wrapped int arithmetic, lane by lane the same
+        as the vector's); None for anything else."""
+        flags = ("nsw",) if nsw else ()
+        bld = self.b
+
+        def parts(v):
+            if isinstance(v, Strided):
+                return v.base, v.stride
+            if isinstance(v, Ramp):
+                return v.base, ir.Constant(v.base.type, v.stride)
+            return v, None
+        (ab, sa), (bb, sb) = parts(a), parts(b)
+        lanes = next(v.lanes for v in (a, b) if isinstance(v, (Ramp, Strided)))
+        if op in ("add", "sub"):
+            base = getattr(bld, op)(ab, bb, flags=flags)
+            if sb is None:
+                stride = sa
+            elif sa is None:
+                stride = sb if op == "add" else bld.neg(sb)
+            else:
+                stride = getattr(bld, op)(sa, sb)
+        elif op == "mul" and (sa is None) != (sb is None):
+            base = bld.mul(ab, bb, flags=flags)
+            stride = bld.mul(sa, bb) if sb is None else bld.mul(ab, sb)
+        else:
+            return None
+        return Strided(base, stride, lanes)
 
     def _ramp_arith(self, op, t, a, b, nsw):
         flags = ("nsw",) if nsw else ()

@@ -14,6 +14,8 @@ Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
 ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuffle
+Strided (run-time     (loads) a scalar load per lane, addresses stepped in scalars
+stride)
 anything else         a gather (``llvm.masked.gather``: the target's gather
                       instruction where LLVM deems it fast) or a scatter
                       (per-lane scalar stores, in lane order)
@@ -52,7 +54,7 @@ from llvmlite import ir
 from ...model import expr as E
 from ...model.types import Type
 from .codegen_expr import I8, I32, I64, _mangle, mem_type
-from .codegen_lanes import Guarded, Halves, Ramp, is_varying
+from .codegen_lanes import Guarded, Halves, Ramp, Strided, is_varying
 from .heap import RT_ALLOC, RT_FREE
 
 STACK_LIMIT_BYTES = 64 * 1024
@@ -180,7 +182,23 @@ class MemoryEmitter:
                 start = b.sub(idx.base, ir.Constant(idx.base.type, span - 1))
                 picks = [span - 1 + k * s for k in range(w)]
             return self._span_load(buf, start, span, picks)
+        if isinstance(idx, Strided) and self.mask is None:
+            return self._strided_load(buf, idx, align)
         return self._gather(buf, self.vec(idx), align)
+
+    def _strided_load(self, buf: Buffer, idx: Strided, align: int):
+        """One scalar load a lane at ``base + k * stride``, the addresses stepped in
+        scalars: each lane reads its own row (cache line), and a gather would first
+        build the vector of addresses."""
+        b = self.b
+        vt = ir.VectorType(buf.ptr.type.pointee, idx.lanes)
+        out, at = ir.Constant(vt, ir.Undefined), idx.base
+        for k in range(idx.lanes):
+            if k:
+                at = b.add(at, idx.stride)
+            out = b.insert_element(out, b.load(self._addr(buf, at), align=align),
+                                   ir.Constant(I32, k))
+        return out
 
     def _span_load(self, buf: Buffer, start, span: int, picks: list):
         """The lanes ``buf[start + p]`` for ``p`` in ``picks`` (each in ``[0, span)``),
