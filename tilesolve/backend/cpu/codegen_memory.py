@@ -14,7 +14,7 @@ Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
 ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuffle
-Strided (run-time     (loads) a scalar load per lane, addresses stepped in scalars
+Strided (run-time     a scalar load or store per lane, addresses stepped in scalars
 stride)
 anything else         a gather (``llvm.masked.gather``: the target's gather
                       instruction where LLVM deems it fast) or a scatter
@@ -338,7 +338,7 @@ class MemoryEmitter:
             mask = None if self.mask is None else self._reverse(self.mask, w)
             self._dense_store(buf, start, self._reverse(v, w), mask)
         else:
-            self._scatter(buf, self.vec(idx), v)
+            self._scatter(buf, idx if isinstance(idx, Strided) else self.vec(idx), v)
 
     def _dense_store(self, buf: Buffer, start, v, mask) -> None:
         b = self.b
@@ -353,15 +353,19 @@ class MemoryEmitter:
 
     def _scatter(self, buf: Buffer, vi, v) -> None:
         """Per-lane stores in lane order (so the last lane wins, as in the serial loop);
-        under a mask, only the active lanes store."""
+        under a mask, only the active lanes store.  ``vi``: a vector of indices, or a
+        Strided (the indices stepped in scalars)."""
         b = self.b
         align = max(1, buf.type.bytes)
+        at = None
         for k in range(self.lanes):
             lane = ir.Constant(I32, k)
+            if isinstance(vi, Strided):
+                at = vi.base if k == 0 else b.add(at, vi.stride)
 
             def store():
-                b.store(b.extract_element(v, lane),
-                        self._addr(buf, b.extract_element(vi, lane)), align=align)
+                i = at if isinstance(vi, Strided) else b.extract_element(vi, lane)
+                b.store(b.extract_element(v, lane), self._addr(buf, i), align=align)
             if self.mask is None:
                 store()
             else:
