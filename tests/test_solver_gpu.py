@@ -4,14 +4,16 @@ For blur, unsharp, harris and stencil_chain (8 stages) at the paper's sizes, on
 the "h100" and "a100" specs, with ``method="greedy"`` and ``"ilp"``:
 
 * the schedule targets ``cuda`` and prints as code (``gpu_tile`` on each group
-  output, ``compute_at`` + ``store_in("shared")`` + ``gpu_threads`` on its
-  producers) that, run on a fresh Schedule, rebuilds it exactly;
+  output, or its splits with ``gpu_blocks`` and ``gpu_threads`` where threads
+  compute serial tiles, ``compute_at`` + ``store_in("shared")`` + ``gpu_threads``
+  on its producers) that, run on a fresh Schedule, rebuilds it exactly;
 * every group in ``provenance.groups`` obeys the spec's hard constraints:
   threads per block <= ``max_threads_per_block``, the output tile's thread
   count a multiple of the warp size, shared memory <= ``shared_mem_per_block_bytes``,
   occupancy >= ``occupancy_threshold``; the occupancy is recomputed here with the
   CUDA occupancy calculator's rules from the group's threads, shared bytes and
-  registers; the printed ``gpu_tile`` sizes are the group's tiling.
+  registers; the printed ``gpu_tile`` (or block ``split``) sizes are the group's
+  tiling, and a serial tile's split factors its points per thread.
 
 Nothing here needs a GPU: only the solver and the schedule are exercised.
 """
@@ -80,12 +82,12 @@ def test_gpu_schedule_prints_as_cuda_code(solved, name, spec_name, method):
     s.validate()
     code = str(s)
     assert "(target cuda)" in code.splitlines()[0]
-    assert "gpu_tile(" in code
     groups = s.provenance.groups
     assert groups
     for g in groups:
         out = g.output
-        assert any(ln.startswith(f"s[{out}]") and ".gpu_tile(" in ln for ln in code.splitlines())
+        line = next(ln for ln in code.splitlines() if ln.startswith(f"s[{out}]"))
+        assert ".gpu_tile(" in line or (".gpu_blocks(" in line and ".gpu_threads(" in line), line
         for m in g.members:
             if m == out:
                 continue
@@ -103,8 +105,11 @@ def test_gpu_groups_obey_the_spec(solved, name, spec_name, method):
     pipe, s = solved(name, spec_name, method)
     for g in s.provenance.groups:
         gpu = g.cost.gpu
-        tile = [t for t in g.tiling if t is not None]
-        out_threads = math.prod(tile)
+        sizes = [t for t in g.tiling if t is not None]
+        tile = sizes[:2]                            # threads; a third runs whole in each
+        serial = gpu.serial or (1,) * len(g.tiling)
+        dims = [d for d, t in enumerate(g.tiling) if t is not None][:2]
+        out_threads = math.prod(g.tiling[d] // serial[d] for d in dims)
         assert gpu.threads <= spec.max_threads_per_block
         assert gpu.threads >= out_threads           # the block covers the output tile
         assert out_threads % spec.warp_size == 0
@@ -115,9 +120,20 @@ def test_gpu_groups_obey_the_spec(solved, name, spec_name, method):
         assert occ == pytest.approx(gpu.occupancy)
         assert occ >= spec.occupancy_threshold
         assert gpu.registers <= spec.max_registers_per_thread
-        tiles = [d for d in s.directives if d.func == g.output and d.method == "gpu_tile"]
-        assert len(tiles) == 1
-        assert [v for k, v in tiles[0].args if k == "int"] == tile
+        mine = [d for d in s.directives if d.func == g.output and d.stage == 0]
+        tiles = [d for d in mine if d.method == "gpu_tile"]
+        if gpu.serial is None and len(sizes) == len(tile):
+            assert len(tiles) == 1
+            assert [v for k, v in tiles[0].args if k == "int"] == tile
+            continue
+        # block / thread / serial: one split per tiled dimension by its tile, one per
+        # serial dimension by its points per thread, one per whole dimension by its extent
+        assert not tiles
+        factors = [[v for k, v in d.args if k == "int"][0] for d in mine if d.method == "split"]
+        want = tile + [serial[d] for d in dims if serial[d] > 1] + sizes[2:]
+        assert sorted(factors) == sorted(want)
+        assert any(d.method == "gpu_threads" for d in mine)
+        assert sum(d.method == "unroll" for d in mine) == len(want) - len(tile)
 
 
 def test_occupancy_helper_matches_the_calculator():

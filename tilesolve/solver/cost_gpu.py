@@ -23,6 +23,14 @@ each bound for the busiest SM, so a grid that does not fill its last wave pays f
   at once (occupancy), so its waves of blocks run one after another: what too few bytes
   in flight costs.
 
+A tiling with a per-thread serial tile (``Tiling.serial``) or a dimension run whole in
+each thread (colour channels) has fewer threads per block, each computing several points
+in an unrolled loop: its warps run more steps, an address its points share is loaded once
+(``gpu_sectors.unrolled_loads``), the index arithmetic of a point after the first costs
+``UNROLLED_POINT_INSTRUCTIONS`` rather than ``POINT_INSTRUCTIONS``, and each point kept
+live takes ``SERIAL_POINT_REGISTERS`` more registers per thread (occupancy).  The block's
+shared memory holds its whole tile, as for any tiling.
+
 The kernel's time goes to the term of the bound that decides it (``arith``: issue,
 ``loads``/``stores``: a memory bound, split by direction, ``parallel``: latency) and
 the launches to ``overhead``.  A producer whose per-block region depends on run-time
@@ -38,7 +46,7 @@ import numpy as np
 
 from ..analysis.footprint import box_extents
 from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
-                          store_site)
+                          store_site, unrolled_loads)
 from .space import Cost, GpuCost, Group, Tiling
 
 # Registers per thread assumed before code exists (Sioutas 2020 estimate floor).
@@ -85,6 +93,8 @@ POINT_INSTRUCTIONS = 6.0
 LOAD_INSTRUCTIONS = 2.0         # a load and its address arithmetic
 LOOP_INSTRUCTIONS = 3.0         # an update loop's step: counter, compare, branch
 UPDATE_UNROLL = 4               # loads of consecutive update steps in flight together
+UNROLLED_POINT_INSTRUCTIONS = 3.0   # a point's overhead after the first of an unrolled loop
+SERIAL_POINT_REGISTERS = 4      # registers per thread for each point of a serial tile past one
 
 
 def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
@@ -183,14 +193,47 @@ def _sites(p, group, m):
     return glob, shared
 
 
+_NO_REUSE = {"global": 1.0, "shared": 1.0, "all": 1.0, "points": 1.0}
+
+
+def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
+    """Loads per point of member ``m``'s pure stage in a thread that computes several
+    points unrolled, each as a fraction of its sites (``global``: outside the group,
+    ``shared``: members, ``all``), and ``points``: the points one thread's unrolled
+    loops cover (1 and no saving for a plain tiling)."""
+    steps = {d: t for d, t in zip(mdims, serial) if d is not None and t > 1}
+    nd = len(ext)
+    for d in whole:
+        if d < nd and _extent(ext, d, i) > 1:
+            steps[d] = _extent(ext, d, i)
+    if not steps:
+        return _NO_REUSE
+    key = (group.members, m, tuple(sorted(steps.items())))
+    cache = p.__dict__.setdefault("_gpu_unrolled_reuse", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    out = cache[key] = {"global": 1.0, "shared": 1.0, "all": 1.0,
+                        "points": float(math.prod(steps.values()))}
+    sites = [(k, s) for k, s in enumerate(member_sites(p, m)) if s.stage == 0]
+    glob = tuple(k for k, s in sites if s.callee not in group.members and s.callee in p.regions)
+    mine = tuple(k for k, _ in sites if k not in glob)
+    for name, part in (("global", glob), ("shared", mine), ("all", tuple(k for k, _ in sites))):
+        if part:
+            out[name] = unrolled_loads(p, m, part, steps) / len(part)
+    return out
+
+
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
-                 n: int) -> KernelCounts:
+                 n: int, serial: tuple = (1, 1), whole: tuple = ()) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
-    block computes, ``n`` blocks."""
+    block computes, ``n`` blocks; ``serial`` the points a thread computes along each of
+    ``dims``, ``whole`` the dimensions each thread computes whole (unrolled)."""
     p = model.problem
     bx, by = block
+    sx, sy = serial
     inner, outer = dims
     k = KernelCounts(blocks=n)
     out_box = gf.member_regions[group.output]
@@ -199,8 +242,9 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         box = gf.member_regions[m]
         ext = box_extents(box)
         mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
-        lanes_pts = max(1, mx * my)
-        warps = float(active_warps(bx, by, mx, my))
+        tx, ty = -(-mx // sx), -(-my // sy)          # the member's threads
+        lanes_pts = max(1, tx * ty)
+        warps = float(active_warps(bx, by, tx, ty))
         steps = max(1.0, float(gf.member_points[m][i]) * per_block[m] / lanes_pts)
         x0 = warps * steps                          # warp executions of the pure stage
         nd = len(box[0])
@@ -209,13 +253,17 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         mdims = tuple(d if d is not None and d < nd else None for d in dims)
         (ops, loads), updates = p.stage_info[m]
         glob, shared = _sites(p, group, m)
-        sec0 = sum(site_sectors(p, m, s, mdims, bx, mx, my, off) for s in glob.get(0, ()))
-        k.instructions += x0 * (ops + LOAD_INSTRUCTIONS * loads + POINT_INSTRUCTIONS)
-        k.load_lsu += x0 * sec0 / 4.0
-        k.lsu_cycles += x0 * shared.get(0, 0)
+        reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
+        sec0 = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy) for s in glob.get(0, ()))
+        unr = min(steps, reuse["points"])
+        point = (POINT_INSTRUCTIONS + (unr - 1) * UNROLLED_POINT_INSTRUCTIONS) / unr
+        k.instructions += x0 * (ops + LOAD_INSTRUCTIONS * loads * reuse["all"] + point)
+        k.load_lsu += x0 * sec0 * reuse["global"] / 4.0
+        k.lsu_cycles += x0 * shared.get(0, 0) * reuse["shared"]
         k.rounds += 1 if sec0 else 0
         if m == group.output:
-            k.lsu_cycles += x0 * site_sectors(p, m, store_site(p, m), mdims, bx, mx, my, off) / 4.0
+            k.lsu_cycles += x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
+                                              sy) / 4.0
             continue                                # its updates: kernels of their own
         k.lsu_cycles += x0                          # its store to shared memory
         k.barriers += 1
@@ -224,7 +272,8 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
             parallel = inner in u.pure_dims
             per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
             xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
-            secu = sum(site_sectors(p, m, s, mdims, bx, mx, my, off) for s in glob.get(j, ()))
+            secu = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy)
+                       for s in glob.get(j, ()))
             k.instructions += xu * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
                                     + LOOP_INSTRUCTIONS)
             k.load_lsu += xu * secu / 4.0
@@ -318,9 +367,7 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
     if at_root:
         return _with_root_producers(model, group, gf, tilings, n_tiles, at_root)
     bpp = p.bytes_per_point
-    shared_v = sum(gf.member_points[m] * bpp(m) for m in gf.member_points if m != group.output)
-    if not isinstance(shared_v, np.ndarray):
-        shared_v = np.zeros(len(tilings))
+    shared_members = [m for m in gf.member_points if m != group.output]
     ext = {m: box_extents(box) for m, box in gf.member_regions.items()}
     out = []
     for i, t in enumerate(tilings):
@@ -328,21 +375,29 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         if t.is_untiled():
             out.append(Cost(math.inf, feasible=False, reason="a GPU kernel needs a tiling (thread block)"))
             continue
-        tiled = [d for d, s in enumerate(sizes) if s is not None]
-        extra_dims = [d for d in range(max(tiled) + 1, len(sizes)) if region[d][1] > region[d][0]]
+        tiled = [d for d, s in enumerate(sizes) if s is not None][:2]
+        whole = tuple(d for d in range(max(tiled) + 1, len(sizes)) if sizes[d] is not None)
+        extra_dims = [d for d in range(max(tiled) + 1, len(sizes))
+                      if region[d][1] > region[d][0] and d not in whole]
         extra = math.prod(region[d][1] - region[d][0] + 1 for d in extra_dims)
         n = int(n_tiles[i]) * extra
-        # the block: the tile, grown to the largest member's extent (a halo)
-        block = tuple(max(int(sizes[d]), int(max(e[d][i] for e in ext.values() if len(e) > d)))
-                      for d in tiled)
+        # the block: the tile, grown to the largest member's extent (a halo), over the
+        # points each thread computes one after another
+        block = tuple(-(-max(int(sizes[d]), int(max(e[d][i] for e in ext.values() if len(e) > d)))
+                        // t.serial_of(d)) for d in tiled)
         threads = math.prod(block) if block else 1
-        out_threads = math.prod(s for s in sizes if s is not None)
+        out_threads = math.prod(t.threads_of(d) for d in tiled)
         per_block = _per_block(p, gf, group, extra_dims, i)
-        shared = int(shared_v[i] * per_block[group.output])
-        regs = registers_estimate(spec, threads)
+        # each member's buffer holds its share of the tile (a member without the output's
+        # dimensions past the tiled ones holds all of its tile in every block)
+        shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
+                         for m in shared_members))
+        per_thread = math.prod(t.serial_of(d) for d in tiled) * math.prod(sizes[d] for d in whole)
+        regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
+                   + SERIAL_POINT_REGISTERS * (per_thread - 1))
         occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
         active_sms = min(spec.sm_count, n)
-        gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n)
+        gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n, t.serial)
         why = ""
         if threads > spec.max_threads_per_block:
             why = f"{threads} threads per block > {spec.max_threads_per_block}"
@@ -353,11 +408,14 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
             why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
         elif occ < spec.occupancy_threshold:
             why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
-        elif active_sms < min(spec.sm_count, max_blocks(region, sizes, spec.warp_size)):
+        elif active_sms < min(spec.sm_count, max_blocks(region, [s if d in tiled else None
+                                                                 for d, s in enumerate(sizes)],
+                                                        spec.warp_size)):
             why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
         shape = (block[0], block[1] if len(block) > 1 else 1)
-        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n)
+        serial = tuple(t.serial_of(d) if d is not None else 1 for d in dims)
+        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole)
         main.blocks_per_sm = max(blocks_per_sm, 1)
         terms = _terms(mach, [main] + _update_launches(model, group, dims))
         total = sum(terms.values()) if not why else math.inf

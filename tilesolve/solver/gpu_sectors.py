@@ -16,6 +16,12 @@ at different offsets: the count is the mean over 8 consecutive rows.
 
 ``box_sectors`` is the sectors a box of a buffer spans, row by row (what a block's
 distinct reads of an input cost from L2, halo and misalignment included).
+
+A thread that computes several points in an unrolled loop (a serial tile) loads an
+address its sites share between those points once: nvcc keeps it in a register
+(a 3-row stencil over 4 rows: 6 loads, not 12).  ``unrolled_loads`` counts the
+distinct addresses; ``site_sectors``' ``y_step`` places a warp's rows that many
+points apart (thread ``ty`` computes rows ``ty * y_step ...``).
 """
 from __future__ import annotations
 
@@ -33,7 +39,7 @@ ROWS_AVERAGED = 8               # rows a warp is placed at: row starts off the 3
 BASE_ALIGN = 256                # the first point of a probed warp: a multiple of this many points
 
 __all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "box_sectors",
-           "active_warps", "store_site"]
+           "active_warps", "store_site", "unrolled_loads"]
 
 
 @dataclass(frozen=True)
@@ -123,18 +129,63 @@ def _strides(problem, callee: str):
 
 
 def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, my: int,
-                 offset: tuple) -> float:
+                 offset: tuple, y_step: int = 1) -> float:
     """Sectors one warp instruction of ``site`` (in ``name``'s definitions) moves, for a
     block ``bx`` threads wide whose threads cover ``mx`` x ``my`` points of ``name`` in its
     pure dimensions ``dims`` (inner, outer or None); ``offset``: the member's first point
-    relative to a multiple of ``BASE_ALIGN`` in each of those dimensions (its halo)."""
-    key = (name, site, dims, int(bx), int(mx), int(my), offset)
+    relative to a multiple of ``BASE_ALIGN`` in each of those dimensions (its halo);
+    ``y_step``: points of the outer dimension between consecutive rows of threads."""
+    # a warp's lanes see at most min(bx, 32) points of a row and 32 // bx + 1 rows
+    bx = int(bx)
+    mx, my = min(int(mx), bx, 32), min(int(my), 31 // max(bx, 1) + 1)
+    if my <= 1:
+        y_step = 1
+    key = (name, site, dims, bx, mx, my, offset, int(y_step))
     cache = problem.__dict__.setdefault("_gpu_site_sectors", {})
     hit = cache.get(key)
     if hit is not None:
         return hit
     hit = cache[key] = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my),
-                                     offset)
+                                     offset, int(y_step))
+    return hit
+
+
+def unrolled_loads(problem, name: str, which: tuple, steps: dict) -> float:
+    """Loads one thread issues per point for the sites ``which`` (indices into
+    ``member_sites(problem, name)``, of its pure definition) when it computes the points
+    of an unrolled loop nest, ``steps`` {pure dimension: consecutive points}: the
+    distinct addresses over those points (an index the probe cannot evaluate, or one
+    computed from loaded data, counts at every point) over the points."""
+    points = 1
+    for n in steps.values():
+        points *= max(1, int(n))
+    if not which or points <= 1:
+        return float(len(which))
+    key = (name, tuple(which), tuple(sorted(steps.items())))
+    cache = problem.__dict__.setdefault("_gpu_unrolled_loads", {})
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    every = member_sites(problem, name)
+    sites = [every[k] for k in which]
+    pure = [v.name for v in problem.func(name).pure.args]
+    env = probe_env(problem, name, {})
+    grid = np.indices([max(1, int(n)) for n in steps.values()]).reshape(len(steps), -1)
+    for d, offs in zip(steps, grid):
+        env[pure[d]] = int(env[pure[d]]) + offs
+    seen, opaque = set(), 0
+    for s in sites:
+        if s.data_dependent:
+            opaque += points
+            continue
+        try:
+            cols = [np.broadcast_to(np.asarray(evaluate(a, env), dtype=np.int64),
+                                    (points,)).tolist() for a in s.args]
+        except Exception:          # noqa: BLE001 -- an index the probe cannot evaluate
+            opaque += points
+            continue
+        seen.update((s.callee,) + r for r in zip(*cols, [0] * points))
+    hit = cache[key] = (len(seen) + opaque) / points
     return hit
 
 
@@ -145,7 +196,7 @@ def _lanes(bx: int, mx: int, my: int):
     return tx[keep], ty[keep]
 
 
-def _site_sectors(problem, name, site, dims, bx, mx, my, offset) -> float:
+def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> float:
     tx, ty = _lanes(bx, mx, my)
     if tx.size == 0:
         return 0.0
@@ -167,7 +218,7 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset) -> float:
     if inner is not None:
         env[pure[inner]] = int(env[pure[inner]]) + offset[0] + tx[None, :]
     if outer is not None:
-        env[pure[outer]] = int(env[pure[outer]]) + offset[1] + ty[None, :] + rows
+        env[pure[outer]] = int(env[pure[outer]]) + offset[1] + ty[None, :] * y_step + rows
     elif inner is not None:
         # one row tiled: the rows averaged are the next pure dimension's, if any
         nxt = next((pure[i] for i in range(len(pure)) if i != inner and i > inner), None)

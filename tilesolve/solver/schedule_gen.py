@@ -268,7 +268,11 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
     if not tiled:   # an infeasible fallback column: one warp per block along x
         tiling = type(tiling)((problem.spec.warp_size,) + tuple(tiling.sizes[1:]))
         tiled = [0]
-    if len(tiled) == 2:
+    whole = [i for i in range(max(tiled) + 1, len(names)) if tiling.sizes[i] is not None]
+    serial = {i: tiling.serial_of(i) for i in tiled if tiling.serial_of(i) > 1}
+    if serial or whole:
+        block_var = _gpu_thread_tile(h, names, tiled, tiling, serial, whole)
+    elif len(tiled) == 2:
         a, b = tiled
         h.gpu_tile(names[a], names[b], f"{names[a]}o", f"{names[b]}o", f"{names[a]}i",
                    f"{names[b]}i", tiling.sizes[a], tiling.sizes[b])
@@ -279,10 +283,11 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
         block_var = f"{names[a]}o"
     _host_loops_on_blocks(problem, s, out, 0)
     _gpu_updates(problem, s, out, [names[i] for i in tiled])
-    # what one block covers: its tile in the tiled dimensions, one point in the
-    # dimensions whose loops stay outside the block loops, everything in the others
-    block = [tiling.sizes[i] if i in tiled[:2] else (1 if i > max(tiled) else None)
-             for i in range(len(names))]
+    # what one block covers: its tile in the tiled dimensions and the dimensions run
+    # whole in each thread, one point in the dimensions whose loops stay outside the
+    # block loops, everything in the others
+    block = [tiling.sizes[i] if i in tiled[:2] or i in whole
+             else (1 if i > max(tiled) else None) for i in range(len(names))]
     at_root = _runtime_sized(problem, group, block) | (set(forced) & group.producers())
     for m in sorted(group.producers()):
         hm = s[m]
@@ -300,14 +305,72 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
             continue
         hm.compute_at(out, block_var)
         hm.store_in("shared")
-        _try(hm.gpu_threads, *[mn[i] for i in tiled if i < len(mn)])
-        _gpu_updates(problem, s, m, [mn[i] for i in tiled if i < len(mn)], threads_only=True)
+        threads = [mn[i] for i in tiled if i < len(mn)]
+        if serial or whole:
+            threads = _serial_member(hm, mn, tiled, serial)
+        _try(hm.gpu_threads, *threads)
+        _gpu_updates(problem, s, m, [mn[i] for i in tiled if i < len(mn)], threads_only=True,
+                     serial={mn[i]: t for i, t in serial.items() if i < len(mn)})
 
 
-def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False) -> None:
+def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
+    """The output's block / thread / serial loops (``gpu_tile`` with a serial tile inside
+    each thread): each tiled dimension ``x`` split into ``xo`` (a block dimension) and
+    ``xi``; a dimension with a serial factor ``t`` (``serial``) its ``xi`` split again
+    into ``xt`` (threads) and ``xs`` (``t`` points, unrolled); each dimension in
+    ``whole`` split by its tile extent into ``co`` (left on the grid, one block where the
+    extent is as estimated) and ``ci`` (unrolled inside the thread).  Loops innermost
+    first: the whole dimensions, the serial ones, the threads, the blocks.  Returns the
+    innermost block loop's name."""
+    threads, blocks, unrolled = [], [], []
+    for i in tiled:
+        x = names[i]
+        h.split(x, f"{x}o", f"{x}i", tiling.sizes[i])
+        blocks.append(f"{x}o")
+        if i in serial:
+            h.split(f"{x}i", f"{x}t", f"{x}s", serial[i])
+            threads.append(f"{x}t")
+            unrolled.append(f"{x}s")
+        else:
+            threads.append(f"{x}i")
+    inner = []
+    for i in whole:
+        c = names[i]
+        h.split(c, f"{c}o", f"{c}i", tiling.sizes[i], tail="guard_with_if")
+        inner.append(f"{c}i")
+    h.reorder(*(inner + unrolled + threads + blocks))
+    h.gpu_blocks(*blocks)
+    h.gpu_threads(*threads)
+    for v in inner + unrolled:
+        h.unroll(v)
+    return blocks[0]
+
+
+def _serial_member(hm, mn, tiled, serial) -> list:
+    """A producer computed per block of a serial tile: its dimension ``x`` with serial
+    factor ``t`` split into ``x`` (threads) and ``xs`` (``t`` points a thread, guarded at
+    the region's end); its loops innermost first: the serial ones, its other pure
+    dimensions (a short run each, the output's points a block covers), the thread
+    loops.  Returns the thread loops' names."""
+    threads, inner = [], []
+    for i in tiled:
+        if i >= len(mn):
+            continue
+        threads.append(mn[i])
+        if i in serial:
+            hm.split(mn[i], mn[i], f"{mn[i]}s", serial[i], tail="guard_with_if")
+            inner.append(f"{mn[i]}s")
+    rest = [v for k, v in enumerate(mn) if k not in tiled]
+    _try(hm.reorder, *(inner + rest + threads))
+    return threads
+
+
+def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False, serial=None) -> None:
     """Each update stage runs its pure dimensions among ``dims`` on GPU threads (and,
     for a root Func, blocks) rather than on one thread: where the update's site is
-    those pure Vars, distinct threads write distinct points (no race)."""
+    those pure Vars, distinct threads write distinct points (no race).  ``serial``:
+    {dimension: points a thread computes} of a producer in a serial tile (its update
+    split as its pure stage is, ``_serial_member``)."""
     f = problem.func(name)
     for i, d in enumerate(f.updates):
         pure = [a.name for a in d.args if isinstance(a, E.Var)]
@@ -316,6 +379,10 @@ def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False) -> None:
             continue
         h = s[name].update(i)
         if threads_only:
+            for v in mine[:2]:
+                t = (serial or {}).get(v, 1)
+                if t > 1 and _try(h.split, v, v, f"{v}s", t, tail="guard_with_if"):
+                    _try(h.reorder, f"{v}s", *mine[:2])
             _try(h.gpu_threads, *mine[:2])
             continue
         if len(mine) >= 2 and tile is None:

@@ -8,6 +8,12 @@ merges to any such set), so no Func is computed in two loop nests.
 A **tiling** gives, for each pure dimension of the group's output (innermost
 first), the tile extent; ``None`` in a dimension leaves it untiled (the whole
 extent).  ``Tiling.untiled(n)`` is the whole region: no tile loops at all.
+On a GPU the tile is what one thread block computes: its first two tiled
+dimensions map to threads, each thread computing ``serial[d]`` points of dimension
+``d`` one after another (an unrolled loop inside the thread; ``serial`` None: one
+point a thread), and a tile extent in a dimension past those two (a small one,
+such as colour channels) runs whole inside each thread, unrolled, rather than on
+the grid (``solver.tilings``).
 
 A **column** is a (group, tiling) pair with its cost from ``solver.cost``.
 """
@@ -38,6 +44,7 @@ class Group:
 @dataclass(frozen=True, slots=True)
 class Tiling:
     sizes: tuple                # per pure dim of the output: int tile extent, or None
+    serial: tuple | None = None  # GPU, per pure dim: points a thread computes (None: all 1)
 
     @staticmethod
     def untiled(dims: int) -> "Tiling":
@@ -46,10 +53,21 @@ class Tiling:
     def is_untiled(self) -> bool:
         return all(s is None for s in self.sizes)
 
+    def serial_of(self, d: int) -> int:
+        """Points of dimension ``d`` each GPU thread computes one after another."""
+        return 1 if self.serial is None or d >= len(self.serial) else int(self.serial[d])
+
+    def threads_of(self, d: int) -> int:
+        """GPU threads along tiled dimension ``d``: its tile extent over its serial factor."""
+        return int(self.sizes[d]) // self.serial_of(d)
+
     def __str__(self) -> str:
         if self.is_untiled():
             return "untiled"
-        return "x".join("*" if s is None else str(s) for s in self.sizes)
+        text = "x".join("*" if s is None else str(s) for s in self.sizes)
+        if self.serial is not None:
+            text += " serial " + "x".join(str(s) for s in self.serial)
+        return text
 
 
 @dataclass(frozen=True)
@@ -64,15 +82,22 @@ class GpuCost:
     blocks_per_sm: int
     active_sms: int
     blocks: int                 # blocks in the grid
+    serial: tuple | None = None  # the tiling's points per thread per dimension (None: 1)
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["block"] = list(self.block)
+        if self.serial is None:
+            del d["serial"]
+        else:
+            d["serial"] = list(self.serial)
         return d
 
     @staticmethod
     def from_dict(d: dict) -> "GpuCost":
-        return GpuCost(**{**d, "block": tuple(d["block"])})
+        serial = d.get("serial")
+        return GpuCost(**{**d, "block": tuple(d["block"]),
+                          "serial": None if serial is None else tuple(serial)})
 
 
 @dataclass(frozen=True)
@@ -148,8 +173,10 @@ class Cost:
         out = [line]
         g = self.gpu
         if g is not None:
-            out.append(f"gpu: {g.threads} threads per block ({'x'.join(str(b) for b in g.block)}),"
-                       f" shared {g.shared_bytes} B, occupancy {g.occupancy:.2f}, "
+            serial = ("" if g.serial is None else
+                      f", {'x'.join(str(v) for v in g.serial)} points per thread")
+            out.append(f"gpu: {g.threads} threads per block ({'x'.join(str(b) for b in g.block)}"
+                       f"{serial}), shared {g.shared_bytes} B, occupancy {g.occupancy:.2f}, "
                        f"{g.blocks_per_sm} blocks/SM, {g.active_sms} SMs busy")
         else:
             out.append(f"footprint per tile {self.footprint_bytes} B")

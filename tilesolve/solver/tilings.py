@@ -12,7 +12,17 @@ GPU: thread blocks: the innermost dimension takes warp-friendly extents
 size and at most ``max_threads_per_block``.  Outer dimensions stay untiled (one
 point of each per block).  Blocks of one warp are offered only where they make at
 most ``MAX_ONE_WARP_BLOCKS`` blocks: beyond, each block's launch and scheduling cost
-outweighs its warp's work, which the cost model does not see.
+outweighs its warp's work, which the cost model does not see.  Then the same blocks
+with a per-thread serial tile (Anderson 2021's block / thread / serial levels): each
+thread computes ``GPU_SERIAL`` consecutive points of the outer tiled dimension in an
+unrolled loop, the block's tile that many times taller (at most ``GPU_SERIAL_ROWS``
+rows, and no taller than the region), for blocks at least a warp wide and two warps
+large (a narrower block's warps already straddle rows; a one-warp block has nothing to
+trade).  Then, where the first dimension past the tiled
+ones is short (2 to ``GPU_UNROLL_EXTENT`` points: colour channels), every tiling above
+again with that dimension whole in the tile: each thread computes all its points,
+unrolled, instead of one block per point of it on the grid.  The plain blocks come
+first, so the solvers' first-of-equal-costs rule keeps them on ties.
 """
 from __future__ import annotations
 
@@ -20,6 +30,9 @@ from .space import Tiling
 
 GPU_INNER = (8, 16, 32, 64, 128, 256)
 GPU_OUTER = (1, 2, 4, 8, 16, 32)
+GPU_SERIAL = (2, 4, 8)          # points a thread computes along the outer tiled dimension
+GPU_SERIAL_ROWS = 32            # a serial tile's rows per block, at most
+GPU_UNROLL_EXTENT = 4           # an outer dimension this short may run inside each thread
 MAX_ONE_WARP_BLOCKS = 1000
 
 
@@ -36,34 +49,15 @@ def candidate_tilings(problem, group) -> list[Tiling]:
     out = []
     seen = set()
 
-    def add(sizes):
-        t = Tiling(tuple(sizes))
+    def add(sizes, serial=None):
+        t = Tiling(tuple(sizes), serial)
         if t not in seen:
             seen.add(t)
             out.append(t)
 
     exts = [hi - lo + 1 for lo, hi in region]
     if spec.is_gpu:
-        if not dims:
-            dims = [0]
-        inner = dims[0]
-        outer = dims[1] if len(dims) > 1 else None
-        beyond = 1
-        for i in range(max(dims) + 1, nd):
-            beyond *= exts[i]
-        for a in GPU_INNER:
-            for b in (GPU_OUTER if outer is not None else (1,)):
-                if a * b > spec.max_threads_per_block or (a * b) % spec.warp_size:
-                    continue
-                blocks = -(-exts[inner] // a) * (-(-exts[outer] // b) if outer is not None
-                                                  else 1) * beyond
-                if a * b <= spec.warp_size and blocks > MAX_ONE_WARP_BLOCKS:
-                    continue
-                sizes = [None] * nd
-                sizes[inner] = a
-                if outer is not None:
-                    sizes[outer] = b
-                add(sizes)
+        _gpu_tilings(spec, dims or [0], exts, add)
         return out
     add([None] * nd)
     if not dims:
@@ -84,3 +78,44 @@ def candidate_tilings(problem, group) -> list[Tiling]:
                 continue
             add(sizes)
     return out
+
+
+def _gpu_tilings(spec, dims, exts, add) -> None:
+    """The GPU menu (see the module docstring) through ``add(sizes, serial=None)``."""
+    nd = len(exts)
+    inner = dims[0]
+    outer = dims[1] if len(dims) > 1 else None
+    past = [i for i in range(max(dims) + 1, nd) if exts[i] > 1]
+    unroll = past[0] if past and exts[past[0]] <= GPU_UNROLL_EXTENT else None
+    beyond = 1
+    for i in range(max(dims) + 1, nd):
+        beyond *= exts[i]
+    blocks_of = []                                  # (a, b): thread block extents
+    for a in GPU_INNER:
+        for b in (GPU_OUTER if outer is not None else (1,)):
+            if a * b > spec.max_threads_per_block or (a * b) % spec.warp_size:
+                continue
+            blocks = -(-exts[inner] // a) * (-(-exts[outer] // b) if outer is not None
+                                              else 1) * beyond
+            if a * b <= spec.warp_size and blocks > MAX_ONE_WARP_BLOCKS:
+                continue
+            blocks_of.append((a, b))
+    shapes = [(a, b, 1) for a, b in blocks_of]
+    if outer is not None:
+        shapes += [(a, b, t) for t in GPU_SERIAL for a, b in blocks_of
+                   if a >= spec.warp_size and a * b >= 2 * spec.warp_size
+                   and b * t <= min(GPU_SERIAL_ROWS, exts[outer])]
+    for whole in ((False, True) if unroll is not None else (False,)):
+        for a, b, t in shapes:
+            sizes = [None] * nd
+            sizes[inner] = a
+            if outer is not None:
+                sizes[outer] = b * t
+            serial = None
+            if t > 1:
+                serial = [1] * nd
+                serial[outer] = t
+                serial = tuple(serial)
+            if whole:
+                sizes[unroll] = exts[unroll]
+            add(sizes, serial)
