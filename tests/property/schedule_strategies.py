@@ -13,7 +13,10 @@ and backend property tests.
 A directive the Schedule rejects (``ScheduleError``: illegal tail, RVar
 reorder, parallel update...) is left out, so the result is always legal.
 ``gpu=True`` makes a "cuda" schedule that may also map loops to GPU blocks and
-threads (for the CPU emulation of GPU schedules).
+threads (for the CPU emulation of GPU schedules), among them the solver's block /
+thread / serial form: a loop split into blocks and a tile, the tile into threads
+and an unrolled serial loop inside each thread, sometimes with another loop's short
+run (2 or 3 points, guarded) unrolled inside the thread too.
 
 From a test in tests/property: ``from schedule_strategies import schedules``.
 """
@@ -53,7 +56,8 @@ def _stage_directives(draw, s, name, stage, handle, max_directives, gpu):
         if not loops:
             return
         what = draw(st.sampled_from(["split", "tile", "reorder", "fuse", "vectorize",
-                                     "unroll", "parallel"] + (["gpu"] if gpu else [])))
+                                     "unroll", "parallel"]
+                                    + (["gpu", "gpu_serial"] if gpu else [])))
         v = draw(st.sampled_from(loops))
         if what == "split":
             f, tail = draw(st.sampled_from(FACTORS)), draw(st.sampled_from(TAILS))
@@ -79,6 +83,31 @@ def _stage_directives(draw, s, name, stage, handle, max_directives, gpu):
         elif what == "gpu":
             f = draw(st.sampled_from([2, 4, 8]))
             _attempt(lambda: handle.gpu_tile(v, new(v + "b"), new(v + "t"), f))
+        elif what == "gpu_serial":
+            _serial_tile(draw, handle, loops, v, new)
+
+
+def _serial_tile(draw, handle, loops, v, new) -> None:
+    """``v`` split into blocks and a tile of ``f * t`` points, the tile into ``f``
+    threads computing ``t`` points each in an unrolled loop; maybe another loop's short
+    run unrolled inside the thread as well (a colour channel)."""
+    f, t = draw(st.sampled_from([2, 4, 8])), draw(st.sampled_from([2, 3, 4]))
+    b, i, th, se = new(v + "b"), new(v + "i"), new(v + "t"), new(v + "s")
+    if not (_attempt(lambda: handle.split(v, b, i, f * t))
+            and _attempt(lambda: handle.split(i, th, se, t))):
+        return
+    inner = [se]
+    others = [u for u in loops if u != v]
+    if others and draw(st.booleans()):
+        u = draw(st.sampled_from(others))
+        uo, ui = new(u + "o"), new(u + "i")
+        k = draw(st.sampled_from([2, 3]))
+        if (_attempt(lambda: handle.split(u, uo, ui, k, tail="guard_with_if"))
+                and _attempt(lambda: handle.reorder(ui, se, th))):
+            inner.insert(0, ui)
+    if _attempt(lambda: handle.gpu_blocks(b)) and _attempt(lambda: handle.gpu_threads(th)):
+        for w in inner:
+            _attempt(lambda: handle.unroll(w))
 
 
 def _level(draw, s, pipe, name, h):

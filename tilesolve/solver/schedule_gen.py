@@ -319,9 +319,10 @@ def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
     ``xi``; a dimension with a serial factor ``t`` (``serial``) its ``xi`` split again
     into ``xt`` (threads) and ``xs`` (``t`` points, unrolled); each dimension in
     ``whole`` split by its tile extent into ``co`` (left on the grid, one block where the
-    extent is as estimated) and ``ci`` (unrolled inside the thread).  Loops innermost
-    first: the whole dimensions, the serial ones, the threads, the blocks.  Returns the
-    innermost block loop's name."""
+    extent is as estimated) and ``ci`` (unrolled inside the thread, guarded).  Loops
+    innermost first: the serial ones (no guard of a whole dimension between their
+    points, so nvcc keeps the loads they share in registers), the whole dimensions, the
+    threads, the blocks.  Returns the innermost block loop's name."""
     threads, blocks, unrolled = [], [], []
     for i in tiled:
         x = names[i]
@@ -338,7 +339,7 @@ def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
         c = names[i]
         h.split(c, f"{c}o", f"{c}i", tiling.sizes[i], tail="guard_with_if")
         inner.append(f"{c}i")
-    h.reorder(*(inner + unrolled + threads + blocks))
+    h.reorder(*(unrolled + inner + threads + blocks))
     h.gpu_blocks(*blocks)
     h.gpu_threads(*threads)
     for v in inner + unrolled:
