@@ -23,7 +23,10 @@ so LLVM's SROA puts it in registers. The same operations run in the same order o
 same values: results are bit-identical.
 
 Applied to a serial or unrolled ``For`` (the outermost that qualifies) whose body is a
-chain of ``LetStmt``s and ``For``s ending in one ``Store`` to ``P`` at ``index``, when:
+chain of ``LetStmt``s and ``For``s ending in one ``Store`` to ``P`` at ``index`` (or
+splits, by Blocks, into several such chains with the same ``P``, ``index`` and tile
+loops: the versions loop partitioning makes of a clamped tap loop, so one tile serves
+the whole reduction instead of one per version and step of the loops outside), when:
 the value reads ``P`` only at ``index``; nothing else in the chain reads ``P``; the
 loop's own variable does not appear in ``index`` (it is a reduction); the loops that
 ``index`` depends on are unrolled, vectorized or serial with constant bounds; the tile
@@ -53,24 +56,29 @@ def _reads(e: E.Expr, buffer: str) -> list:
     return [n for n in walk(e) if isinstance(n, L.Load) and n.buffer == buffer]
 
 
-def _chain(loop: L.For):
-    """The lets and loops from ``loop`` down to its one Store, or None."""
-    chain, s = [], loop
-    while True:
-        if isinstance(s, (L.For, L.LetStmt)):
-            chain.append(s)
-            s = s.body
-        elif isinstance(s, L.Store):
-            return chain, s
-        else:
-            return None
+def _paths(s: L.Stmt, prefix: tuple = ()):
+    """The lets and loops from ``s`` down to each Store, as ``[(chain, store)]``: one
+    path for a chain, several where a Block splits it (the partitioned versions of a
+    loop, each ending in its copy of the one Store); None for anything else."""
+    while isinstance(s, (L.For, L.LetStmt)):
+        prefix = prefix + (s,)
+        s = s.body
+    if isinstance(s, L.Store):
+        return [(list(prefix), s)]
+    if isinstance(s, L.Block):
+        out = []
+        for c in s.stmts:
+            sub = _paths(c, prefix)
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out
+    return None
 
 
-def _promote(loop: L.For, taken: list):
-    found = _chain(loop)
-    if found is None:
-        return None
-    chain, store = found
+def _tile_of(loop: L.For, chain: list, store: L.Store):
+    """(buffer, index with the chain's lets substituted, the tile's loops) of one path,
+    or None when it does not qualify (see the module docstring)."""
     buf = store.buffer
     reads = _reads(store.value, buf)
     if not reads or any(r.index is not store.index for r in reads):
@@ -91,12 +99,27 @@ def _promote(loop: L.For, taken: list):
     tile = [n for n in chain if isinstance(n, L.For) and n.name in used]
     if not tile:
         return None
-    count = 1
     for n in tile:
         if (n.kind not in ("unrolled", "vectorized", "serial")
                 or not isinstance(n.min, E.Const) or not isinstance(n.extent, E.Const)):
             return None
-        count *= max(0, int(n.extent.value))
+    key = tuple((n.name, int(n.min.value), int(n.extent.value), n.kind) for n in tile)
+    return buf, index, key, tile, reads[0].type
+
+
+def _promote(loop: L.For, taken: list):
+    paths = _paths(loop)
+    if not paths:
+        return None
+    tiles = [_tile_of(loop, chain, store) for chain, store in paths]
+    if any(t is None for t in tiles) or any(
+            t[0] != tiles[0][0] or t[1] is not tiles[0][1] or t[2] != tiles[0][2]
+            for t in tiles):
+        return None      # every path: the same buffer, index (hash-consed) and tile loops
+    buf, index, key, tile, etype = tiles[0]
+    count = 1
+    for _name, _lo, extent, _kind in key:
+        count *= max(0, extent)
     if count == 0 or count > MAX_ELEMENTS:
         return None
     distinct = _distinct(index, tile)
@@ -105,28 +128,24 @@ def _promote(loop: L.For, taken: list):
     name = f"{buf}.acc{len(taken)}"
     taken.append(name)
     flat, stride = E.as_expr(0), 1
-    for n in reversed(tile):                         # innermost loop: stride 1
-        flat = flat + (E.Var(n.name) - n.min) * stride
-        stride *= int(n.extent.value)
+    for n, lo, extent, _kind in reversed(key):      # innermost loop: stride 1
+        flat = flat + (E.Var(n) - lo) * stride
+        stride *= extent
     flat = simplify(flat)
-    etype = reads[0].type
     acc = L.load(name, flat, etype)
 
     def nest(body):
-        for n in reversed(tile):
-            body = L.For(n.name, n.min, n.extent, n.kind, body)
+        for n, lo, extent, kind in reversed(key):
+            body = L.For(n, E.as_expr(lo), E.as_expr(extent), kind, body)
         return body
 
-    value = mutate(store.value,
-                   lambda e: acc if isinstance(e, L.Load) and e.buffer == buf else None)
-    body = L.Store(name, flat, value)
-    for node in reversed(chain):
-        if isinstance(node, L.For):
-            body = L.For(node.name, node.min, node.extent, node.kind, body)
-        else:
-            body = L.LetStmt(node.name, node.value, body)
+    def to_tile(st):
+        if isinstance(st, L.Store) and st.buffer == buf:
+            return L.Store(name, flat, mutate(
+                st.value, lambda e: acc if isinstance(e, L.Load) and e.buffer == buf else None))
+        return None
     body = L.Block.make([nest(L.Store(name, flat, L.load(buf, index, etype))),
-                         body,
+                         L.map_stmt(loop, to_tile),
                          nest(L.Store(buf, index, acc))])
     promoted = L.Allocate(name, etype, (E.as_expr(count),), "register", body)
     if distinct is True:
