@@ -182,7 +182,13 @@ def _whole_sectors(p, name) -> float:
 
 
 def _sites(p, group, m):
-    """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n}."""
+    """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n}
+    (memoized per problem; not to be modified)."""
+    cache = p.__dict__.setdefault("_gpu_group_sites", {})
+    key = (group.output, group.members, m)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     glob, shared = {}, {}
     for s in member_sites(p, m):
         outside = s.callee not in group.members or (s.callee == group.output and s.stage)
@@ -190,7 +196,8 @@ def _sites(p, group, m):
             glob.setdefault(s.stage, []).append(s)
         else:
             shared[s.stage] = shared.get(s.stage, 0) + 1
-    return glob, shared
+    hit = cache[key] = (glob, shared)
+    return hit
 
 
 _NO_REUSE = {"global": 1.0, "shared": 1.0, "all": 1.0, "points": 1.0}
@@ -224,13 +231,34 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
     return out
 
 
+def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy) -> float:
+    """Sectors of one warp instruction of each of stage ``j``'s global accesses of member
+    ``m`` (``glob``: ``_sites``' first answer), summed (memoized per problem)."""
+    sites = glob.get(j, ())
+    if not sites:
+        return 0
+    key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy))
+    cache = p.__dict__.setdefault("_gpu_stage_sectors", {})
+    hit = cache.get(key)
+    if hit is None:
+        hit = cache[key] = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy) for s in sites)
+    return hit
+
+
+def _box_extents(gf) -> dict:
+    """``box_extents`` of every member's and input's box of the menu facts ``gf`` (arrays
+    over its tilings)."""
+    return {n: box_extents(b) for n, b in {**gf.member_regions, **gf.input_regions}.items()}
+
+
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
-                 n: int, serial: tuple = (1, 1), whole: tuple = ()) -> KernelCounts:
+                 n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
     block computes, ``n`` blocks; ``serial`` the points a thread computes along each of
-    ``dims``, ``whole`` the dimensions each thread computes whole (unrolled)."""
+    ``dims``, ``whole`` the dimensions each thread computes whole (unrolled); ``exts``
+    ``_box_extents(gf)`` where the caller has it."""
     p = model.problem
     bx, by = block
     sx, sy = serial
@@ -238,9 +266,10 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     k = KernelCounts(blocks=n)
     out_box = gf.member_regions[group.output]
     lo_o = [out_box[0][d][i] for d in range(len(out_box[0]))]
+    exts = exts or _box_extents(gf)
     for m in sorted(gf.member_points):
         box = gf.member_regions[m]
-        ext = box_extents(box)
+        ext = exts[m]
         mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
         tx, ty = -(-mx // sx), -(-my // sy)          # the member's threads
         lanes_pts = max(1, tx * ty)
@@ -254,7 +283,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         (ops, loads), updates = p.stage_info[m]
         glob, shared = _sites(p, group, m)
         reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
-        sec0 = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy) for s in glob.get(0, ()))
+        sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
         unr = min(steps, reuse["points"])
         point = (POINT_INSTRUCTIONS + (unr - 1) * UNROLLED_POINT_INSTRUCTIONS) / unr
         k.instructions += x0 * (ops + LOAD_INSTRUCTIONS * loads * reuse["all"] + point)
@@ -272,8 +301,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
             parallel = inner in u.pure_dims
             per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
             xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
-            secu = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy)
-                       for s in glob.get(j, ()))
+            secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy)
             k.instructions += xu * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
                                     + LOOP_INSTRUCTIONS)
             k.load_lsu += xu * secu / 4.0
@@ -282,10 +310,10 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
             k.barriers += 1
     k.lsu_cycles += k.load_lsu
     for c, box in gf.input_regions.items():
-        sec = float(box_sectors(p, c, [e[i] for e in box_extents(box)])) * per_block.get(c, 1.0)
+        sec = float(box_sectors(p, c, [e[i] for e in exts[c]])) * per_block.get(c, 1.0)
         k.l2_load_sectors += sec
         k.dram_load_sectors += min(_whole_sectors(p, c) if c in p.regions else n * sec, n * sec)
-    ext = [e[i] for e in box_extents(out_box)]
+    ext = [e[i] for e in exts[group.output]]
     k.l2_store_sectors = float(box_sectors(p, group.output, ext)) * per_block[group.output]
     k.dram_store_sectors = _whole_sectors(p, group.output)
     return k
@@ -341,14 +369,14 @@ def _update_launches(model, group, dims) -> list:
     return out
 
 
-def _per_block(p, gf, group, extra_dims, i) -> dict:
+def _per_block(p, gf, group, extra_dims, i, exts=None) -> dict:
     """Each member's (and input's) share of a tile that one block computes: the output's
     dimensions past the tiled ones go on blocks, one point of each per block."""
     out = {}
     boxes = {**gf.member_regions, **gf.input_regions}
     for name, box in boxes.items():
         share = 1.0
-        ext = box_extents(box)
+        ext = exts[name] if exts is not None else box_extents(box)
         for d in extra_dims:
             if d < len(ext):
                 share /= max(1.0, float(ext[d][i]))
@@ -368,7 +396,8 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         return _with_root_producers(model, group, gf, tilings, n_tiles, at_root)
     bpp = p.bytes_per_point
     shared_members = [m for m in gf.member_points if m != group.output]
-    ext = {m: box_extents(box) for m, box in gf.member_regions.items()}
+    exts = _box_extents(gf)
+    ext = {m: exts[m] for m in gf.member_regions}
     out = []
     for i, t in enumerate(tilings):
         sizes = t.sizes
@@ -387,7 +416,7 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                         // t.serial_of(d)) for d in tiled)
         threads = math.prod(block) if block else 1
         out_threads = math.prod(t.threads_of(d) for d in tiled)
-        per_block = _per_block(p, gf, group, extra_dims, i)
+        per_block = _per_block(p, gf, group, extra_dims, i, exts)
         # each member's buffer holds its share of the tile (a member without the output's
         # dimensions past the tiled ones holds all of its tile in every block)
         shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
@@ -415,7 +444,7 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
         shape = (block[0], block[1] if len(block) > 1 else 1)
         serial = tuple(t.serial_of(d) if d is not None else 1 for d in dims)
-        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole)
+        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole, exts)
         main.blocks_per_sm = max(blocks_per_sm, 1)
         terms = _terms(mach, [main] + _update_launches(model, group, dims))
         total = sum(terms.values()) if not why else math.inf

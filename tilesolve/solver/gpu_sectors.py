@@ -86,6 +86,13 @@ def store_site(problem, name: str) -> Site:
 def active_warps(bx, by, mx, my):
     """Warps of a ``bx`` x ``by`` block (x fastest) with a thread inside ``mx`` x ``my``
     (arrays allowed)."""
+    if all(isinstance(v, int) for v in (bx, by, mx, my)):
+        mx, my = min(mx, bx), min(my, by)
+        if bx % 32 == 0:
+            return my * -(-mx // 32)
+        if 32 % max(bx, 1) == 0:
+            return -(-my // max(1, 32 // max(bx, 1)))
+        return -(-(max(my - 1, 0) * bx + mx) // 32)
     bx, by = np.asarray(bx, dtype=np.int64), np.asarray(by, dtype=np.int64)
     mx = np.minimum(np.asarray(mx, dtype=np.int64), bx)
     my = np.minimum(np.asarray(my, dtype=np.int64), by)
