@@ -219,6 +219,32 @@ def test_every_rule_of_the_table_fires():
         assert key in keys, f"the op {name} has no rule in the simplifier's table"
 
 
+def test_every_rule_of_the_upper_mode_fires():
+    """The upper-bound mode's own rules each rewrite a tile extent here, and the bound
+    of the rewritten extent is the hand-checked constant (``const_upper``)."""
+    from tilesolve.analysis import simplify as S
+    from tilesolve.analysis.simplify_rules import UPPER
+    W = ts.Var("W")
+    base = ts.min(xo * 32, W - 32)
+    cases = [
+        (ts.min(xo * 32 + 31, W - 1) - xo * 32 + 1, 32),          # push_into_minmax
+        ((base + 7) / 8 - base / 8 + 5, 6),                       # push_into_div, unfloor
+        (ts.max(base / 4, (base + 3) / 4) - base / 4, 1),          # minmax_of_divs
+        ((ts.min(xo * 32 + 31, W - 1) + 1) / 2 - xo * 16 + 2, 18),
+    ]
+    UPPER.trace = fired = set()
+    try:
+        for e, bound in cases:
+            S._MEMOS[id(UPPER)].clear()
+            assert S.const_upper(e) == bound, f"{e}: {S.const_upper(e)}, expected {bound}"
+    finally:
+        UPPER.trace = None
+    assert {fn.__name__ for rules in UPPER.by_key.values() for _, fn in rules} == fired
+    tail = ts.min(xo * 32 + 31, W - 1) - xo * 32                # ordinary: not distributed
+    assert simplify(tail).op == "sub" and simplify(tail, rules=UPPER).op == "min"
+    assert S.const_upper(W / 8) is None and S.const_upper(W - xo * 32) is None
+
+
 def test_float_min_and_max_keep_their_operand_order():
     """min(0.0, -0.0) is 0.0 and min(-0.0, 0.0) is -0.0 (numpy's rule, and NaNs pick a
     side too), so a float min or max with a constant first is not reordered."""

@@ -4,8 +4,8 @@ Random typed expressions (every node kind: div/mod by negative, zero or
 unknown divisors, wrapping casts, select, min/max, math, calls, Let) over Vars
 with random Intervals; at random points inside, the value ``evaluate`` computes
 lies inside ``bounds_of`` (for every subexpression, NaN excepted), and
-``simplify(e)`` evaluates to the same value (int32 index arithmetic assumed not
-to overflow, as the simplifier documents).
+``simplify(e)`` evaluates to the same value, in the upper-bound mode too (int32
+index arithmetic assumed not to overflow, as the simplifier documents).
 """
 import math
 
@@ -18,6 +18,7 @@ from strategies import (FUNC_BOUNDS, TYPES, call_hook, exprs, int32_overflows, p
 import tilesolve as ts
 from tilesolve.analysis.intervals import Interval, bounds_of
 from tilesolve.analysis.simplify import simplify
+from tilesolve.analysis.simplify_rules import UPPER
 from tilesolve.model import expr as E
 from tilesolve.model.evaluate import evaluate
 from tilesolve.model.types import bool_, int32
@@ -119,6 +120,7 @@ def _check_simplify(data):
     scope = data.draw(scopes(e))
     s = simplify(e)
     ss = simplify(e, scope)
+    su = simplify(e, rules=UPPER)
     assert s.type == e.type and ss.type == e.type
     assert simplify(s) is s, f"not idempotent: {e} -> {s} -> {simplify(s)}"
     for _ in range(4):
@@ -128,6 +130,8 @@ def _check_simplify(data):
         want = _value(e, env)
         assert _same(_value(s, env), want), f"{e} = {want} but simplified {s} = {_value(s, env)}"
         assert _same(_value(ss, env), want), f"{e} = {want} but {ss} (scope {scope}) differs"
+        if not int32_overflows(su, env):    # the mode's rewrites are index arithmetic too
+            assert _same(_value(su, env), want), f"{e} = {want} but the upper mode's {su} differs"
 
 
 @given(st.data())

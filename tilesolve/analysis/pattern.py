@@ -118,10 +118,13 @@ def intrinsic(name: str, *args: Pat, bind: str | None = None) -> Pat:
 
 
 class RuleTable:
-    """Rules grouped by the key of their pattern's root, tried in the order given."""
+    """Rules grouped by the key of their pattern's root, tried in the order given.
+    ``base``: a table whose rules are tried after this one's (a simplification mode:
+    a few rules of its own in front of the ordinary ones)."""
 
-    def __init__(self):
+    def __init__(self, base: "RuleTable | None" = None):
         self.by_key: dict[str, list] = {}
+        self.base = base
         self.trace: set | None = None      # a set: the names of the rules that fire
 
     def add(self, pattern: Pat, fn, keys=None) -> None:
@@ -133,7 +136,8 @@ class RuleTable:
 
     def rewrite(self, ctx, e):
         """The first replacement a rule gives for ``e``, or None."""
-        for matcher, fn in self.by_key.get(key_of(e), ()):
+        key = key_of(e)
+        for matcher, fn in self.by_key.get(key, ()):
             env = matcher(e)
             if env is not None:
                 r = fn(ctx, **env)
@@ -141,7 +145,8 @@ class RuleTable:
                     if self.trace is not None:
                         self.trace.add(fn.__name__)
                     return r
-        return None
+        return None if self.base is None else self.base.rewrite(ctx, e)
 
     def names(self) -> set:
-        return {fn.__name__ for rules in self.by_key.values() for _, fn in rules}
+        own = {fn.__name__ for rules in self.by_key.values() for _, fn in rules}
+        return own if self.base is None else own | self.base.names()

@@ -34,7 +34,7 @@ from .intervals import linear as _L
 from .intervals import numeric as N
 from . import simplify_rules as _R
 
-__all__ = ["simplify", "prove", "is_const", "const_int", "numeric_bounds"]
+__all__ = ["simplify", "prove", "is_const", "const_int", "numeric_bounds", "const_upper"]
 
 INF = math.inf
 
@@ -58,25 +58,29 @@ def is_const(e, value=None) -> bool:
 # entries keep their nodes alive, so ids stay their own.
 _CACHE: dict[int, tuple] = {}     # id(e) -> (e, simplified, bounds)
 _LINEAR: dict[int, tuple] = {}    # id(e) -> (e, linear form)
+_MEMOS = {id(_R.RULES): _CACHE, id(_R.UPPER): {}}     # a mode's own memo
 _CACHE_LIMIT = 200_000
 
 
-def _shared() -> "_Simplifier":
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
+def _shared(rules=_R.RULES) -> "_Simplifier":
+    memo = _MEMOS[id(rules)]
+    if len(memo) >= _CACHE_LIMIT or len(_LINEAR) >= _CACHE_LIMIT:
+        for m in _MEMOS.values():
+            m.clear()
         _LINEAR.clear()
-    return _Simplifier(None, _CACHE, _LINEAR)
+    return _Simplifier(None, memo, _LINEAR, rules)
 
 
-def simplify(e: E.Expr, scope: dict | None = None) -> E.Expr:
-    """Simplify ``e``; ``scope`` maps names to Intervals/(lo, hi)/numbers of their values."""
+def simplify(e: E.Expr, scope: dict | None = None, rules=_R.RULES) -> E.Expr:
+    """Simplify ``e``; ``scope`` maps names to Intervals/(lo, hi)/numbers of their values.
+    ``rules``: the rule table (``simplify_rules.UPPER``: the upper-bound mode)."""
     e = E.as_expr(e)
     if scope:
-        return _Simplifier(scope).visit(e)[0]
-    hit = _CACHE.get(id(e))
+        return _Simplifier(scope, rules=rules).visit(e)[0]
+    hit = _MEMOS[id(rules)].get(id(e))
     if hit is not None:
         return hit[1]
-    return _shared().visit(e)[0]
+    return _shared(rules).visit(e)[0]
 
 
 def prove(cond, scope: dict | None = None):
@@ -91,10 +95,44 @@ def prove(cond, scope: dict | None = None):
     return None
 
 
-def numeric_bounds(e: E.Expr, scope: dict | None = None) -> tuple:
+def numeric_bounds(e: E.Expr, scope: dict | None = None, rules=_R.RULES) -> tuple:
     """Numeric (lo, hi) of ``e``'s value (+-inf when unknown; floats always unbounded)."""
     e = E.as_expr(e)
-    return (_Simplifier(scope) if scope else _shared()).visit(e)[1]
+    return (_Simplifier(scope, rules=rules) if scope else _shared(rules)).visit(e)[1]
+
+
+TILE_LIMIT = 1 << 20
+
+
+def const_upper(e: E.Expr, max_nodes: int = 80):
+    """A constant no smaller than the integer Expr ``e`` for every value of its free
+    names (``min(base + 63, W - 1) - base + 1 <= 64``), or None: the upper bound of
+    ``e`` simplified in the upper-bound mode (``simplify_rules.UPPER``), where the names
+    of a tile extent cancel.
+
+    The bound must not depend on the values of the names: it is kept only when the
+    same with the names within +-2**20 (``min(256, W - x)`` gives 256 both ways;
+    ``W / 8`` does not) and at most 2**20 (what is bigger would be a heap buffer
+    anyway; that also rejects bounds that only come from a type's range).  ``e``
+    simplified has at most ``max_nodes`` nodes (tile extents are small), else None."""
+    e = simplify(E.as_expr(e))
+    if type(e) is E.Const:
+        return int(e.value)
+    if _R.node_count(e, max_nodes) > max_nodes:
+        return None
+    p = simplify(e, rules=_R.UPPER)
+    hi = numeric_bounds(p, rules=_R.UPPER)[1]
+    if hi > TILE_LIMIT:
+        return None
+    near = {_leaf_key(n): (-TILE_LIMIT, TILE_LIMIT) for n in walk(p) if type(n) in _LEAVES}
+    return int(hi) if numeric_bounds(p, near, _R.UPPER)[1] == hi else None
+
+
+_LEAVES = (E.Var, E.RVar, E.Param, E.BufferExtent)
+
+
+def _leaf_key(n) -> str:
+    return f"{n.image}.extent.{n.dim}" if type(n) is E.BufferExtent else n.name
 
 
 # -- scope handling ------------------------------------------------------------------
@@ -126,9 +164,11 @@ _OPERATORS = frozenset((E.BinOp, E.Not, E.Select, E.Cast, E.Intrinsic))
 
 # -- the driver -------------------------------------------------------------------------
 class _Simplifier:
-    def __init__(self, scope, memo: dict | None = None, lin: dict | None = None):
+    def __init__(self, scope, memo: dict | None = None, lin: dict | None = None,
+                 rules=_R.RULES):
         """``memo`` and ``lin``: shared tables (only for a simplifier without a scope)."""
         self.scope = scope if isinstance(scope, _Scope) else _Scope(_numeric_scope(scope))
+        self.rules = rules
         self.memo: dict[int, tuple] = {} if memo is None else memo
         self.lin: dict[int, tuple] = {} if lin is None else lin
         self._warming = False
@@ -197,7 +237,7 @@ class _Simplifier:
         if cls not in _OPERATORS:           # a Call or a Load: operands simplified, no rules
             t = getattr(node, "type", None)
             return node, (N.type_range(t) if isinstance(t, T.Type) else N.EVERYTHING)
-        r = _R.RULES.rewrite(self, node)
+        r = self.rules.rewrite(self, node)
         if r is None or r is node:
             return node, N.node_bounds(node, kb)
         if type(r) is _R.Done:
@@ -241,7 +281,7 @@ class _Simplifier:
         v, vb = self.visit(e.value)
         if isinstance(v, (E.Const, E.Var, E.RVar, E.Param)):
             return self.visit(substitute_names(e.body, {e.name: v}))
-        inner = _Simplifier(self.scope.child(e.name, vb))
+        inner = _Simplifier(self.scope.child(e.name, vb), rules=self.rules)
         body, bb = inner.visit(e.body)
         if not any(getattr(n, "name", None) == e.name and isinstance(n, E.Var)
                    for n in walk(body)):

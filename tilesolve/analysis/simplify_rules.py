@@ -14,6 +14,12 @@ and returns:
 When no rule fires, the node is kept and its bounds come from the op table's interval
 rule (``intervals.numeric.node_bounds``).  See ``simplify.py`` for what the rules
 assume about overflow and floats.
+
+``UPPER`` is a mode: ``RULES`` with rules of its own in front, which distribute
+``+``/``-`` over ``min``/``max`` and into floor divisions by constants, so that the
+names of a tile extent cancel and its constant upper bound shows
+(``simplify.const_upper``).  Distributing can grow an expression, so ordinary
+simplification does not use them.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ from ..model import expr as E
 from ..model import ops
 from ..model import types as T
 from ..model.evaluate import eval_scalar
+from ..model.visit import walk
 from .intervals import linear as _L
 from .intervals import numeric as N
 from .pattern import K, Pat, RuleTable, W, cast, intrinsic, not_, op, select
@@ -42,9 +49,9 @@ class Done(NamedTuple):
     bounds: tuple
 
 
-def rule(pattern: Pat, keys=None):
+def rule(pattern: Pat, keys=None, table: RuleTable = RULES):
     def deco(fn):
-        RULES.add(pattern, fn, keys)
+        table.add(pattern, fn, keys)
         return fn
     return deco
 
@@ -410,3 +417,100 @@ def _exact(src, dst) -> bool:
     if dst.is_bool():
         return False
     return dst.min_value() <= src.min_value() and src.max_value() <= dst.max_value()
+
+
+# -- the upper-bound mode (index arithmetic only; every rewrite is exact) --------------------
+UPPER = RuleTable(base=RULES)
+UPPER_PUSH_NODES = 200          # no distribution over min/max of a bigger sum
+xn, yn = W("x", lambda e: index_type(e.type)), W("y", lambda e: index_type(e.type))
+
+
+def _pos_div(e):
+    """``k`` when ``e`` is ``X / k`` with a constant ``0 < k <= 2**16`` (a tile's
+    divisor: multiplying by it keeps index arithmetic far from overflow), else None."""
+    if type(e) is E.BinOp and e.op == "div" and type(e.b) is E.Const and 0 < e.b.value <= 1 << 16:
+        return e.b
+    return None
+
+
+def node_count(e, cap: int) -> int:
+    """The number of distinct nodes of ``e``, counted up to ``cap + 1``."""
+    n = 0
+    for _ in walk(e):
+        n += 1
+        if n > cap:
+            break
+    return n
+
+
+def _atoms(s, e) -> set:
+    """The ids of the atoms of ``e``'s linear form, those of min/max atoms' operands
+    in their place."""
+    out = set()
+    for i, (a, _) in s.linear(e)[0].items():
+        if type(a) is E.BinOp and a.op in ("min", "max"):
+            out |= _atoms(s, a.a) | _atoms(s, a.b)
+        else:
+            out.add(i)
+    return out
+
+
+@rule(op("mul", op("div", xn, above("k", 0)), K("m")), table=UPPER)
+def unfloor(s, x, k, m):
+    """``(X / k) * m  ->  (X - X % k) * (m / k)`` when ``k`` divides ``m``: a rounded-down
+    tile start becomes something the tile's loop variable cancels against."""
+    if int(m.value) % int(k.value):
+        return None
+    r = E.BinOp("sub", x, E.BinOp("mod", x, k))
+    q = int(m.value) // int(k.value)
+    return r if q == 1 else E.BinOp("mul", r, _ct(x.type, q))
+
+
+@rule(Pat(None, (xn, yn), "e"), keys=("add", "sub"), table=UPPER)
+def push_into_minmax(s, x, y, e):
+    """``R + k*min(a, b)  ->  min(R + k*a, R + k*b)`` (``max`` for ``k < 0``; the other
+    way round for ``max``) when ``R`` and ``min(a, b)`` have an atom in common, which
+    may cancel: ``min(xo*32 + 31, W - 1) - xo*32 + 1  ->  min(32, W - xo*32)``."""
+    t = e.type
+    terms, c0 = _L.lin_add(s.linear(x), s.linear(y), -1 if e.op == "sub" else 1)
+    for i, (m, k) in terms.items():
+        if type(m) is not E.BinOp or m.op not in ("min", "max") or k == 0:
+            continue
+        if node_count(e, UPPER_PUSH_NODES) > UPPER_PUSH_NODES:
+            return None
+        rest = {j: v for j, v in terms.items() if j != i and v[1] != 0}
+        if _atoms(s, m).isdisjoint(n for a, _ in rest.values() for n in _atoms(s, a)):
+            continue
+        sides = [_L.build_linear(t, *_L.lin_add((rest, c0), _L.lin_scale(s.linear(v), k), 1))
+                 for v in (m.a, m.b)]
+        return E.BinOp(m.op if k > 0 else ("max" if m.op == "min" else "min"), *sides)
+    return None
+
+
+@rule(Pat(None, (xn, yn), "e"), keys=("add", "sub"), table=UPPER)
+def push_into_div(s, x, y, e):
+    """``X / k + L  ->  (X + L*k) / k`` and ``L - X / k  ->  (L*k - X + k - 1) / k``
+    (floor division, ``k > 0``, any integer ``L``).  The division is final: ordinary
+    rules would take the sum apart again."""
+    t, k = e.type, _pos_div(x)
+    if k is not None:
+        num = E.BinOp(e.op, x.a, E.BinOp("mul", y, k))
+    else:
+        k = _pos_div(y)
+        if k is None:
+            return None
+        lk = E.BinOp("mul", x, k)
+        num = (E.BinOp("add", y.a, lk) if e.op == "add" else
+               E.BinOp("add", E.BinOp("sub", lk, y.a), _ct(t, int(k.value) - 1)))
+    num, nb = s.visit(num)
+    d = E.BinOp("div", num, k)
+    if type(num) is E.Const:
+        return d
+    return Done(d, N.node_bounds(d, (nb, s.b(k))))
+
+
+@rule(Pat(None, (op("div", xn, K("k")), op("div", yn, K("k"))), "e"), keys=("min", "max"),
+      table=UPPER)
+def minmax_of_divs(s, x, y, k, e):
+    """``min(X / k, Y / k)  ->  min(X, Y) / k`` (floor division by ``k > 0`` is monotone)."""
+    return E.BinOp("div", E.BinOp(e.op, x, y), k) if int(k.value) > 0 else None
