@@ -1,7 +1,9 @@
 """Every app's GPU solver schedule builds, and its kernels equal the reference.
 
 For each app and the ``h100`` and ``a100`` specs, the greedy solver's schedule (from
-the small size's estimates) is lowered for CUDA, printed as CUDA C, compiled by g++
+the small size's estimates; for the apps in ``PAPER`` also the ``h100`` schedule from the
+paper size's estimates, with its serial tiles and channels in the thread) is lowered for
+CUDA, printed as CUDA C, compiled by g++
 with the CPU shim and run (``emulate_cuda``: each block's threads run one after the
 other, split at barriers, so a missing barrier shows as a wrong result).  The output
 must equal the reference as in tests/test_apps_compiled.py: integers exactly (apps
@@ -48,12 +50,35 @@ def _cases():
     return out
 
 
+# apps whose schedules from the paper size's estimates compute serial tiles per thread
+# or run colour channels inside the thread (the small size's schedules seldom do)
+PAPER = ("unsharp", "harris", "camera_pipe", "max_filter", "iir_blur", "stencil_chain",
+         "nl_means", "hist_eq")
+
+
 @needs_cxx
 @pytest.mark.parametrize("name,spec", _cases())
 def test_gpu_solver_schedule_runs_equal_to_the_reference(name, spec):
     app = get_app(name)
     pipe, est = app.build(app.SMALL_SIZE)
     sched = ts.solve_schedule(pipe, spec, estimates=est, method="greedy")
+    _check(app, pipe, sched)
+
+
+@needs_cxx
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n in SLOW else [])
+                                  for n in PAPER])
+def test_gpu_schedule_for_the_paper_size_runs_equal_to_the_reference(name):
+    """The h100 schedule solved with the paper size's estimates, run at the small size."""
+    app = get_app(name)
+    pipe, est = app.build(app.PAPER_SIZE)
+    sched = ts.solve_schedule(pipe, "h100", estimates=est, method="greedy")
+    assert any(g.cost.gpu.serial or any(t is not None for t in g.tiling[2:])
+               for g in sched.provenance.groups), "no serial tile or channels in the thread"
+    _check(app, pipe, sched)
+
+
+def _check(app, pipe, sched):
     emu = C.emulate_cuda(pipe, sched)
     assert emu.program.kernels, "no kernel"
     inputs = app.make_inputs(app.SMALL_SIZE)
