@@ -28,6 +28,8 @@ import math
 
 from ..model import expr as E
 from ..model import types as T
+from ..model.dispatch import NodeTable
+from ..model.evaluate import extent_key
 from ..model.visit import children as _children
 from ..model.visit import rebuild, substitute_names, walk
 from .intervals import linear as _L
@@ -102,6 +104,7 @@ def numeric_bounds(e: E.Expr, scope: dict | None = None, rules=_R.RULES) -> tupl
 
 
 TILE_LIMIT = 1 << 20
+_NAMES = (E.Var, E.RVar, E.Param, E.BufferExtent)
 
 
 def const_upper(e: E.Expr, max_nodes: int = 80):
@@ -124,15 +127,9 @@ def const_upper(e: E.Expr, max_nodes: int = 80):
     hi = numeric_bounds(p, rules=_R.UPPER)[1]
     if hi > TILE_LIMIT:
         return None
-    near = {_leaf_key(n): (-TILE_LIMIT, TILE_LIMIT) for n in walk(p) if type(n) in _LEAVES}
+    near = {extent_key(n.image, n.dim) if type(n) is E.BufferExtent else n.name:
+            (-TILE_LIMIT, TILE_LIMIT) for n in walk(p) if type(n) in _NAMES}
     return int(hi) if numeric_bounds(p, near, _R.UPPER)[1] == hi else None
-
-
-_LEAVES = (E.Var, E.RVar, E.Param, E.BufferExtent)
-
-
-def _leaf_key(n) -> str:
-    return f"{n.image}.extent.{n.dim}" if type(n) is E.BufferExtent else n.name
 
 
 # -- scope handling ------------------------------------------------------------------
@@ -157,9 +154,6 @@ def _numeric_scope(scope) -> dict:
             lo = hi = v
         out[name] = (_num(lo, -INF), _num(hi, INF))
     return out
-
-
-_OPERATORS = frozenset((E.BinOp, E.Not, E.Select, E.Cast, E.Intrinsic))
 
 
 # -- the driver -------------------------------------------------------------------------
@@ -223,26 +217,28 @@ class _Simplifier:
         return hit[2] if hit is not None else self.visit(e)[1]
 
     def _visit(self, e):
-        cls = type(e)
-        if cls is E.Const:
-            return e, N.const(e.type, e.value) if not e.type.is_float() else N.EVERYTHING
-        if cls in (E.Var, E.RVar, E.Param):
-            return self._leaf(e, e.name)
-        if cls is E.BufferExtent:
-            r, b = self._leaf(e, f"{e.image}.extent.{e.dim}")
-            return r, (max(b[0], 1), b[1])
-        if cls is E.Let:
-            return self._let(e)
+        return _VISIT.rules.get(type(e), _opaque)(e, self)     # the table, without the
+                                                              # call's argument packing
+
+    def _operator(self, e):
+        """The rules' rewrite of an operator node over its simplified operands."""
         node, kb = self._rebuild(e)
-        if cls not in _OPERATORS:           # a Call or a Load: operands simplified, no rules
-            t = getattr(node, "type", None)
-            return node, (N.type_range(t) if isinstance(t, T.Type) else N.EVERYTHING)
         r = self.rules.rewrite(self, node)
         if r is None or r is node:
             return node, N.node_bounds(node, kb)
         if type(r) is _R.Done:
             return r.expr, r.bounds
         return self.visit(r)
+
+    def _opaque(self, e):
+        """A Call, or a Load of a later phase: operands simplified, no rules."""
+        node, _ = self._rebuild(e)
+        t = getattr(node, "type", None)
+        return node, (N.type_range(t) if isinstance(t, T.Type) else N.EVERYTHING)
+
+    def _extent(self, e):
+        r, b = self._leaf(e, extent_key(e.image, e.dim))
+        return r, (max(b[0], 1), b[1])
 
     def _rebuild(self, e):
         """``e`` over its simplified operands, and the operands' bounds."""
@@ -340,6 +336,20 @@ class _Simplifier:
         if all(k == 0 for _, k in terms.values()):
             return c
         return None
+
+
+def _opaque(e, s):
+    return s._opaque(e)
+
+
+_VISIT = NodeTable("simplify", E.NODE_KINDS, fallback=_opaque)
+_VISIT.on(E.Const)(lambda e, s: (e, N.const(e.type, e.value) if not e.type.is_float()
+                                 else N.EVERYTHING))
+_VISIT.on(E.Var, E.RVar, E.Param)(lambda e, s: s._leaf(e, e.name))
+_VISIT.on(E.BufferExtent)(lambda e, s: s._extent(e))
+_VISIT.on(E.Let)(lambda e, s: s._let(e))
+_VISIT.on(E.Call)(_opaque)
+_VISIT.on(E.BinOp, E.Not, E.Select, E.Cast, E.Intrinsic)(lambda e, s: s._operator(e))
 
 
 class _Scope(dict):

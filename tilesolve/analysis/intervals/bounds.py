@@ -19,7 +19,9 @@ import math
 
 from ...model import expr as E
 from ...model import types as T
+from ...model.dispatch import NodeTable
 from ...model.evaluate import extent_key
+from ...model.visit import children
 from .. import simplify as _S
 from . import numeric as N
 from .interval import Interval, hi_max, hi_min, is_num, lo_max, lo_min, same
@@ -171,41 +173,14 @@ class Bounder:
         b.memo = {}
         return b
 
-    # -- dispatch ---------------------------------------------------------------------
     def _bounds(self, e):
-        if isinstance(e, E.Const):
-            return _iv(N.const(e.type, e.value))
-        if isinstance(e, (E.Var, E.RVar, E.Param)):
-            return self._leaf(e, e.name)
-        if isinstance(e, E.BufferExtent):
-            return self._leaf(e, extent_key(e.image, e.dim), default=Interval(1, None))
-        if isinstance(e, E.Call):
-            return self._call(e)
-        if isinstance(e, E.Let):
-            v = self.bounds(e.value)
-            return self.child(e.name, v).bounds(e.body)
-        kids = [self.bounds(c) for c in _operands(e)]
-        if kids and all(k.is_single_point() for k in kids) and \
-                any(not k.is_numeric() for k in kids):
-            # every operand is one (symbolic) value: so is the result, exactly
-            return Interval.point(self._point(e, kids))
-        if isinstance(e, E.Cast):
-            return self._cast(e, kids[0])
-        if isinstance(e, E.BinOp):
-            return self._binop(e, kids[0], kids[1])
-        if isinstance(e, E.Not):
-            return _iv(N.not_(_relax(kids[0], T.bool_)))
-        if isinstance(e, E.Select):
-            return self._select(e, *kids)
-        if isinstance(e, E.Intrinsic):
-            return self._intrinsic(e, kids)
-        t = getattr(e, "type", None)      # node kinds added by later phases
-        return type_interval(t) if isinstance(t, T.Type) else Interval.everything()
+        return _BOUNDS.rules.get(type(e), _typed)(e, self)    # the table, without the
+                                                             # call's argument packing
 
     def _point(self, e, kids):
         """The exact value of ``e`` when every operand is one symbolic value."""
         from ...model.visit import rebuild
-        vals = iter([_e(k.lo, c.type) for k, c in zip(kids, _operands(e))])
+        vals = iter([_e(k.lo, c.type) for k, c in zip(kids, children(e))])
         fields = []
         for f in e._fields:
             v = getattr(e, f)
@@ -348,6 +323,41 @@ class Bounder:
         return _iv(N.op_rule(e.name)(t, *[_relax(k, c.type) for k, c in zip(kids, e.args)]))
 
 
+# -- the rules by node kind ----------------------------------------------------------------
+def _typed(e, b):
+    """A node kind added by a later phase (a Load): its type's range."""
+    t = getattr(e, "type", None)
+    return type_interval(t) if isinstance(t, T.Type) else Interval.everything()
+
+
+_BOUNDS = NodeTable("interval bounds", E.NODE_KINDS, fallback=_typed)
+_BOUNDS.on(E.Const)(lambda e, b: _iv(N.const(e.type, e.value)))
+_BOUNDS.on(E.Var, E.RVar, E.Param)(lambda e, b: b._leaf(e, e.name))
+_BOUNDS.on(E.BufferExtent)(
+    lambda e, b: b._leaf(e, extent_key(e.image, e.dim), default=Interval(1, None)))
+_BOUNDS.on(E.Call)(lambda e, b: b._call(e))
+_BOUNDS.on(E.Let)(lambda e, b: b.child(e.name, b.bounds(e.value)).bounds(e.body))
+
+
+def _operator(rule):
+    """The rule of an operator node, from its operands' bounds; when every operand is
+    one (symbolic) value, so is the result, exactly."""
+    def bounds(e, b):
+        kids = [b.bounds(c) for c in children(e)]
+        if kids and all(k.is_single_point() for k in kids) and \
+                any(not k.is_numeric() for k in kids):
+            return Interval.point(b._point(e, kids))
+        return rule(e, b, kids)
+    return bounds
+
+
+_BOUNDS.on(E.Cast)(_operator(lambda e, b, k: b._cast(e, k[0])))
+_BOUNDS.on(E.BinOp)(_operator(lambda e, b, k: b._binop(e, k[0], k[1])))
+_BOUNDS.on(E.Not)(_operator(lambda e, b, k: _iv(N.not_(_relax(k[0], T.bool_)))))
+_BOUNDS.on(E.Select)(_operator(lambda e, b, k: b._select(e, *k)))
+_BOUNDS.on(E.Intrinsic)(_operator(lambda e, b, k: b._intrinsic(e, k)))
+
+
 # -- symbolic integer helpers (index arithmetic: no overflow) ------------------------------
 def _fe(v, t):
     return v if isinstance(v, E.Expr) else E.Const(t, v)
@@ -387,17 +397,6 @@ def _unknown_at_the_limits(e, iv: Interval) -> Interval:
         if drop_lo or drop_hi:
             return Interval(None if drop_lo else lo, None if drop_hi else hi)
     return iv
-
-
-def _operands(e):
-    out = []
-    for f in e._fields:
-        v = getattr(e, f)
-        if isinstance(v, E.Expr):
-            out.append(v)
-        elif isinstance(v, tuple):
-            out.extend(x for x in v if isinstance(x, E.Expr))
-    return out
 
 
 def _cast_end(t, v):

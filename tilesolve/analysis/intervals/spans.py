@@ -28,7 +28,7 @@ from ...model import types as T
 from ...model.visit import children, post_order, walk
 from .. import simplify as _S
 from . import numeric as N
-from .bounds import Bounder, _operands, as_interval
+from .bounds import Bounder, as_interval
 from .interval import Interval, is_num
 
 __all__ = ["CallSpans"]
@@ -122,7 +122,7 @@ class CallSpans:
                 hit = any(isinstance(m, (E.Var, E.RVar)) and m.name in self.varying
                           for m in walk(n))
             else:
-                hit = any(self._varies(c) for c in _operands(n))
+                hit = any(self._varies(c) for c in children(n))
             self._dep[id(n)] = hit
         return hit
 
@@ -148,10 +148,10 @@ class CallSpans:
     def _span(self, arg) -> Interval:
         """The bounds of ``arg``: numbers, or Exprs the program computes."""
         b = self.bounder
-        for n in post_order(arg, _operands, _whole):
+        for n in post_order(arg, leave_whole=_whole):
             if not self._varies(n) or isinstance(n, (E.Var, E.RVar)):
                 b.bounds(n)                       # its operands are bounded already
-            elif not self._exact(n) or _lost(b.bounds(n), [b.bounds(c) for c in _operands(n)]):
+            elif not self._exact(n) or _lost(b.bounds(n), [b.bounds(c) for c in children(n)]):
                 self._per_scope(n)
         if self._endpoints(b.bounds(arg)) is None:   # beyond the program's vocabulary
             self._per_scope(arg, whole=True)
@@ -161,12 +161,12 @@ class CallSpans:
         """``n`` is bounded in each scope by the numeric rules; two symbols stand for it."""
         ops = None
         if not whole and isinstance(n, _RULE_NODES):
-            ops = [self._endpoints(self.bounder.bounds(c)) for c in _operands(n)]
+            ops = [self._endpoints(self.bounder.bounds(c)) for c in children(n)]
         if ops is None or any(s is None for s in ops):
             step, regs = "whole", ()
         else:
             step, regs = "rule", tuple(r for s in ops for r in s)
-        types = tuple(c.type for c in _operands(n)) if step == "rule" else \
+        types = tuple(c.type for c in children(n)) if step == "rule" else \
             tuple(T.int32 for _ in self.varying)
         out = self._new_regs(2)
         self.program.append((step, out, n, regs, types))
