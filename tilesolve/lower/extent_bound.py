@@ -10,16 +10,13 @@ Only an allocation's size uses such a bound; the region computed stays exact.
 """
 from __future__ import annotations
 
-from ..analysis.simplify import const_upper, simplify  # noqa: F401 (const_upper re-exported)
+from ..analysis.simplify import const_upper, simplify
 from ..analysis.simplify_rules import node_count
 from ..model import expr as E
 from ..model.visit import substitute_names, walk
 from . import bounds as B
 
 
-# ---------------------------------------------------------------------------
-# The placer
-# ---------------------------------------------------------------------------
 def _culprits(x: E.Expr) -> list:
     """The run-time values (Params, input and output extents) that ``x`` has no
     constant bound because of: those that, fixed alone, make it bounded, else
@@ -72,23 +69,20 @@ class ExtentBounder:
     @classmethod
     def at(cls, top: list, env: tuple, lets: list, **kw) -> "ExtentBounder":
         """The bounder for an allocation inside ``env`` (see ``insert_in_loop``)."""
-        defs, loops = {}, []
-        for n, v in top:
-            defs[n] = v
+        defs, loops = dict(top), []
         for entry in env:
             if entry[0] == "let":
                 defs[entry[1]] = entry[2]
             elif entry[0] == "for":
                 loops.append(entry[1:])
-        for n, v in lets:
-            defs[n] = v
+        defs.update(lets)
         return cls(defs, loops, **kw)
 
     def _expand(self, e: E.Expr):
         """``e`` with the lets it names substituted once (None: it names none)."""
         sub = {n.name: self.defs[n.name] for n in walk(e)
                if isinstance(n, E.Var) and n.name in self.defs}
-        return simplify(_subst(e, sub)) if sub else None
+        return simplify(substitute_names(e, sub)) if sub else None
 
     def _deepen(self, e: E.Expr):
         """(bound or None, the most substituted ``e`` tried)."""
@@ -127,7 +121,3 @@ class ExtentBounder:
     def shown(self, ext: E.Expr) -> E.Expr:
         hit = self.last.get(id(ext))
         return ext if hit is None else hit[1]
-
-
-def _subst(e, values: dict):
-    return substitute_names(e, values) if values else e

@@ -83,9 +83,8 @@ def _index(t) -> bool:
 
 
 def _e(v, t) -> E.Expr:
-    if isinstance(v, E.Expr):
-        return v
-    return E.Const(t, float(v) if t.is_float() else int(v))
+    """An endpoint as an Expr of type ``t``."""
+    return v if isinstance(v, E.Expr) else E.Const(t, v)
 
 
 def _op(op, a, b, t):
@@ -218,7 +217,7 @@ class Bounder:
         src, dst = e.value.type, e.type
         if self.loop_ir and src.is_float() and not a.is_numeric() and a.is_bounded() \
                 and (dst.is_integral() or dst.is_float()):
-            return Interval(E.cast(dst, _fe(a.lo, src)), E.cast(dst, _fe(a.hi, src)))
+            return Interval(E.cast(dst, _e(a.lo, src)), E.cast(dst, _e(a.hi, src)))
         if a.is_numeric():
             return _iv(N.cast(src, dst, _pair(a)))
         monotone = (src.is_integral() and dst.is_integral() and
@@ -247,7 +246,7 @@ class Bounder:
             d = b.lo
             if e.op == "div" and a.is_bounded():
                 # for one divisor (of either sign, or 0), a / d is monotonic in a
-                p, q = (E.binop("div", _fe(v, t), d) for v in (a.lo, a.hi))
+                p, q = (E.binop("div", _e(v, t), d) for v in (a.lo, a.hi))
                 return Interval(_S.simplify(_emin(p, q)), _S.simplify(_emax(p, q)))
             if e.op == "mod" and t.is_int():
                 # Euclidean: in [0, |d| - 1] (x % 0 == 0)
@@ -359,10 +358,6 @@ _BOUNDS.on(E.Intrinsic)(_operator(lambda e, b, k: b._intrinsic(e, k)))
 
 
 # -- symbolic integer helpers (index arithmetic: no overflow) ------------------------------
-def _fe(v, t):
-    return v if isinstance(v, E.Expr) else E.Const(t, v)
-
-
 def _emin(a, b):
     return a if a is b else E.min_(a, b)
 
@@ -374,8 +369,8 @@ def _emax(a, b):
 def _float_corners(op, a, b, t):
     """Symbolic bounds of a float ``a op b`` (``loop_ir``): the corners of the operands'
     bounds (a division only by a single value, whose sign is not known)."""
-    lo = [_fe(v, t) for v in (a.lo, a.hi)]
-    hi = [_fe(v, t) for v in (b.lo, b.hi)]
+    lo = [_e(v, t) for v in (a.lo, a.hi)]
+    hi = [_e(v, t) for v in (b.lo, b.hi)]
     if op == "add":
         return Interval(E.binop("add", lo[0], hi[0]), E.binop("add", lo[1], hi[1]))
     if op == "sub":

@@ -66,44 +66,34 @@ def same(a, b) -> bool:
     return is_num(a) and is_num(b) and a == b
 
 
+def _pick(op, a, b, absorbing: bool):
+    """``op`` ("min" or "max") of two endpoints where None is an infinity: the result
+    when ``absorbing`` (min of lower ends, max of upper ends), else the other end."""
+    if a is None or b is None:
+        return None if absorbing else (b if a is None else a)
+    if is_num(a) and is_num(b):
+        return a if (a <= b if op == "min" else a >= b) else b
+    return _sym(op, a, b)
+
+
 def lo_min(a, b):
     """min of two lower endpoints (None is -inf)."""
-    if a is None or b is None:
-        return None
-    if is_num(a) and is_num(b):
-        return a if a <= b else b
-    return _sym("min", a, b)
+    return _pick("min", a, b, True)
 
 
 def lo_max(a, b):
     """max of two lower endpoints (None is -inf)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if is_num(a) and is_num(b):
-        return a if a >= b else b
-    return _sym("max", a, b)
+    return _pick("max", a, b, False)
 
 
 def hi_max(a, b):
     """max of two upper endpoints (None is +inf)."""
-    if a is None or b is None:
-        return None
-    if is_num(a) and is_num(b):
-        return a if a >= b else b
-    return _sym("max", a, b)
+    return _pick("max", a, b, True)
 
 
 def hi_min(a, b):
     """min of two upper endpoints (None is +inf)."""
-    if a is None:
-        return b
-    if b is None:
-        return a
-    if is_num(a) and is_num(b):
-        return a if a <= b else b
-    return _sym("min", a, b)
+    return _pick("min", a, b, False)
 
 
 class Interval:
