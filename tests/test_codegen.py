@@ -562,6 +562,35 @@ def test_a_run_time_stride_across_lanes_stores_lane_by_lane():
         np.testing.assert_array_equal(out, want)
 
 
+def test_gathers_by_where_their_index_comes_from():
+    """A vector load at lane-varying indices computed from the loops alone (a resampling
+    tap, ``in[floor(x * 0.7) + r]``) loads lane by lane; at indices read from memory (a
+    lookup table) it is one ``llvm.masked.gather``.  Both equal the reference."""
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.float32, 1, "input")
+    lut = ts.ImageParam(ts.uint8, 1, "lut")
+    r = ts.RDom((0, 3), name="r")
+    tap = ts.Func("tap")
+    tap[x] += inp[ts.cast(ts.int32, ts.floor(ts.cast(ts.float32, x) * 0.7)) + r.x]
+    look = ts.Func("look")
+    look[x] = ts.cast(ts.float32, lut[ts.clamp(ts.cast(ts.int32, inp[x] * 100.0), 0, 100)])
+    rng = np.random.default_rng(2)
+    for f, has_gather in ((tap, False), (look, True)):
+        pipe = ts.Pipeline(f)
+        s = ts.Schedule(pipe)
+        s[f].vectorize(x, 16)
+        if f.updates:
+            s[f].update(0).vectorize(x, 16)
+        assert ("llvm.masked.gather" in generate(lower(pipe, s)).ir_text) == has_gather
+        compiled = ts.compile(pipe, s, cache_dir=False)
+        for n in (16, 23, 40):
+            ins = {"input": rng.random(n + 3, dtype=np.float32)}
+            if f is look:
+                ins["lut"] = rng.integers(0, 255, 101, dtype=np.uint8)
+            want = ts.reference.realize(pipe, [n], **ins)
+            np.testing.assert_array_equal(compiled.realize([n], **ins), want)
+
+
 @pytest.mark.parametrize("mode", ["default", "scalar"])
 def test_gathers_under_a_mask_read_the_active_lanes(mode):
     """A gather is one ``llvm.masked.gather`` (the target's gather instruction where LLVM

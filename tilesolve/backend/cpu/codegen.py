@@ -96,16 +96,16 @@ def entry_name(pipeline_name: str) -> str:
 
 def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
              checked: bool = False, profile: bool = False, fma: bool = False,
-             scalar_gathers: bool = False, vector_math: bool = True) -> GeneratedModule:
+             scalar_gathers: bool | None = None, vector_math: bool = True) -> GeneratedModule:
     """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
     ``checked``: test every load and store against the buffer it accesses; ``profile``:
     time each Func and parallel loop (``profile.py``); ``fma``: float add, subtract
     and multiply carry LLVM's ``contract`` flag, so a multiply and the add using it
     may fuse (``Schedule.set_codegen(fma=True)``); ``scalar_gathers``: a vector load at
-    lane-varying indices is one load a lane instead of ``llvm.masked.gather`` (to
-    compare the two); ``vector_math=False``: float32 vector math functions are LLVM
-    intrinsics and C library calls, one a lane, instead of ``vecmath.py``'s code (to
-    compare the two)."""
+    lane-varying indices is one load a lane (True) or ``llvm.masked.gather`` (False)
+    instead of the choice by index (None, see ``codegen_memory._gather``; to compare);
+    ``vector_math=False``: float32 vector math functions are LLVM intrinsics and C
+    library calls, one a lane, instead of ``vecmath.py``'s code (to compare the two)."""
     module = ir.Module(name=lowered.name)
     if triple:
         module.triple = triple
@@ -144,7 +144,7 @@ def _impl_params(bufs, scalars, checked: bool, profile: bool = False):
 
 
 def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
-               layout=None, fp_flags=(), scalar_gathers: bool = False,
+               layout=None, fp_flags=(), scalar_gathers: bool | None = None,
                vector_math: bool = True) -> ir.Function:
     checked = fault_names is not None
     params = _impl_params(bufs, scalars, checked, layout is not None)
