@@ -94,7 +94,10 @@ LOAD_INSTRUCTIONS = 2.0         # a load and its address arithmetic
 LOOP_INSTRUCTIONS = 3.0         # an update loop's step: counter, compare, branch
 UPDATE_UNROLL = 4               # loads of consecutive update steps in flight together
 UNROLLED_POINT_INSTRUCTIONS = 3.0   # a point's overhead after the first of an unrolled loop
-SERIAL_POINT_REGISTERS = 4      # registers per thread for each point of a serial tile past one
+# registers per thread for each point of a serial tile past one: ptxas (sm_90) gives the
+# h100 paper-size schedules' kernels 32-48 registers at 8 points a thread, 40 at 12 and
+# at 24, against 14-32 at one point (harris, unsharp, camera_pipe, stencil_chain, ...)
+SERIAL_POINT_REGISTERS = 1
 
 
 def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
