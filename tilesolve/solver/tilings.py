@@ -18,11 +18,11 @@ thread computes ``GPU_SERIAL`` consecutive points of the outer tiled dimension i
 unrolled loop, the block's tile that many times taller (at most ``GPU_SERIAL_ROWS``
 rows, and no taller than the region), for blocks at least a warp wide and two warps
 large (a narrower block's warps already straddle rows; a one-warp block has nothing to
-trade).  Then, where the first dimension past the tiled
-ones is short (2 to ``GPU_UNROLL_EXTENT`` points: colour channels), every tiling above
-again with that dimension whole in the tile: each thread computes all its points,
-unrolled, instead of one block per point of it on the grid.  The plain blocks come
-first, so the solvers' first-of-equal-costs rule keeps them on ties.
+trade).  Then, where the first dimension past the tiled ones is short (2 to
+``GPU_UNROLL_EXTENT`` points: colour channels), every tiling above again with that
+dimension whole in the tile: each thread computes all its points, unrolled, instead of
+one block per point of it on the grid.  The plain blocks come first, so the solvers'
+first-of-equal-costs rule keeps them on ties.
 """
 from __future__ import annotations
 
