@@ -30,19 +30,6 @@ class TileFacts:
     member_update_points: dict  # member name -> points of update domains per tile
 
 
-def _size(box) -> int:
-    p = 1
-    for lo, hi in box:
-        p *= max(0, hi - lo + 1)
-    return p
-
-
-def _union(a, b):
-    if a is None:
-        return b
-    return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
-
-
 def estimate_env(problem) -> dict:
     """Values of the Params and input extents the problem assumes, for evaluating
     expressions of them."""
@@ -67,19 +54,6 @@ def rdom_scope(problem, d) -> dict:
         n = int(eval_scalar(ext, env))
         scope[d.rdom[i].name] = Interval(lo, lo + n - 1)
     return scope
-
-
-def _reads(problem, name, region, defs) -> tuple[dict, int]:
-    """Boxes each callee is read over when computing ``name`` over ``region``;
-    also the number of update-domain points.  Memoized on the problem: a
-    member's reads depend only on its own region, so growing a group by one
-    producer re-analyses only the new member."""
-    cache = problem.__dict__.setdefault("_reads_cache", {})
-    key = (name, region)
-    hit = cache.get(key)
-    if hit is None:
-        hit = cache[key] = _reads_uncached(problem, name, region, defs)
-    return hit
 
 
 _SPANS: dict = {}          # analysed call boxes, shared by problems (see _spans)
@@ -124,95 +98,26 @@ def _scope_key(problem) -> tuple:
     return hit
 
 
-def _one_scope(problem, name, region) -> dict:
-    """``name``'s pure Vars over the concrete ``region``, as ``CallSpans`` takes them."""
-    np = _np()
-    return {v.name: (np.array([float(lo)]), np.array([float(hi)]))
-            for v, (lo, hi) in zip(problem.func(name).pure.args, region)}
-
-
-def _concrete(box) -> tuple:
-    """One scope's box from ``CallSpans.boxes``, as int32 ints."""
-    def end(v):
-        return int(min(max(v[0], -2**31), 2**31 - 1))
-    return tuple((end(lo), end(hi)) for lo, hi in box)
-
-
-def _reads_uncached(problem, name, region, defs) -> tuple[dict, int]:
-    values = _one_scope(problem, name, region)
-    pure = {v.name: r for v, r in zip(problem.func(name).pure.args, region)}
-    need: dict = {}
-    upd_points = 0
-    for k, d in enumerate(defs):
-        if k > 0:
-            pts = 1
-            for iv in rdom_scope(problem, d).values():
-                pts *= iv.hi - iv.lo + 1
-            for a in d.args:
-                if isinstance(a, E.Var):
-                    lo, hi = pure[a.name]
-                    pts *= hi - lo + 1
-            upd_points += pts
-        for callee, box in _spans(problem, name, k).boxes(values, 1).items():
-            if callee != name:
-                need[callee] = _union(need.get(callee), _concrete(box))
-    return need, upd_points
-
-
 def _write_site(problem, name: str, d):
     """A call of ``name`` at the arguments of its definition ``d``: the sites it writes."""
     return E.Call(problem.func(name), tuple(d.args))
 
 
-def _own_sites(problem, name, region) -> tuple | None:
-    """Box of the sites the updates of ``name`` read of itself or write, when its pure
-    stage covers ``region`` (None without updates).  Lowering computes the pure stage
-    over ``region`` grown by this box (a scan's update writes rows no consumer reads)."""
-    defs = problem.definitions[name]
-    if len(defs) < 2:
-        return None
-    values = _one_scope(problem, name, region)
-    out = None
-    for k in range(1, len(defs)):
-        box = _spans(problem, name, k, own=True).boxes(values, 1).get(name)
-        if box is not None:
-            out = _union(out, _concrete(box))
-    return out
-
-
-def grown_region(problem, name, region) -> tuple:
-    """``region`` grown by the sites the updates of ``name`` touch (``_own_sites``)."""
-    own = _own_sites(problem, name, region)
-    return region if own is None else _union(region, own)
-
-
 def tile_facts(problem, group, tile_box) -> TileFacts:
-    """Regions of members and outside reads for the output tile ``tile_box``."""
-    regions = {group.output: tuple(tile_box)}
-    outside: dict = {}
-    upd: dict = {}
-    order = [n for n in reversed(problem.funcs) if n in group.members]
-    for name in order:
-        region = regions.get(name)
-        if region is None:
-            continue            # not read by this tile (can't happen for a legal group)
-        # the pure stage also covers the sites its updates touch (as lowering computes it)
-        if name != group.output:
-            region = regions[name] = grown_region(problem, name, region)
-        need, up = _reads(problem, name, region, problem.definitions[name])
-        upd[name] = up
-        for callee, box in need.items():
-            if callee in group.members:
-                full = problem.regions[callee]
-                box = tuple((max(lo, flo), min(hi, fhi)) for (lo, hi), (flo, fhi) in zip(box, full))
-                regions[callee] = _union(regions.get(callee), box)
-            else:
-                full = problem.regions.get(callee)
-                if full is not None:
-                    box = tuple((max(lo, flo), min(hi, fhi)) for (lo, hi), (flo, fhi) in zip(box, full))
-                outside[callee] = _union(outside.get(callee), box)
-    points = {n: _size(r) for n, r in regions.items()}
-    return TileFacts(regions, outside, points, upd)
+    """Regions of members and outside reads for the output tile ``tile_box``: the
+    facts of ``MenuFacts`` for that one tile, as ints (its analyses of members are
+    shared by the groups of one output, memoized on the problem)."""
+    menus = problem.__dict__.setdefault("_tile_menus", {})
+    key = (group.output, tuple(tile_box))
+    mf = menus.get(key) or menus.setdefault(key, MenuFacts(problem, group.output, tiles=[tile_box]))
+    f = mf.group(frozenset(group.members))
+
+    def box(b):
+        return tuple((int(lo[0]), int(-hi[0])) for lo, hi in zip(b[0], b[1]))
+    return TileFacts({n: box(b) for n, b in f.member_regions.items()},
+                     {n: box(b) for n, b in f.input_regions.items()},
+                     {n: int(p[0]) for n, p in f.member_points.items()},
+                     {n: int(_np().ravel(u)[0]) for n, u in f.member_update_points.items()})
 
 
 def interior_tile(region, sizes) -> tuple:
@@ -271,13 +176,14 @@ class MenuFacts:
     the regions, points and outside reads that ``tile_facts`` gives for one.
     """
 
-    def __init__(self, problem, output: str, sizes_list):
+    def __init__(self, problem, output: str, sizes_list=(), tiles=None):
+        """``tiles``: the output tiles themselves, instead of their ``sizes_list``."""
         np = _np()
         self.problem = problem
         self.output = output
-        self.k = len(sizes_list)
         region = problem.regions[output]
-        tiles = [interior_tile(region, s) for s in sizes_list]
+        tiles = tiles or [interior_tile(region, s) for s in sizes_list]
+        self.k = len(tiles)
         self.tile = np.array([[[float(t[d][0]) for t in tiles] for d in range(len(region))],
                               [[-float(t[d][1]) for t in tiles] for d in range(len(region))]])
         self._regions: dict = {}
@@ -426,7 +332,10 @@ def _reads_vec(problem, name, region, k: int):
 
 
 def _own_sites_vec(problem, name, region, k: int):
-    """``_own_sites`` for every tiling at once: a (2, dims, K) box, or None."""
+    """Box of the sites the updates of ``name`` read of itself or write, when its pure
+    stage covers ``region``, for every tiling at once: a (2, dims, K) box, or None
+    without updates.  Lowering computes the pure stage over ``region`` grown by it (a
+    scan's update writes rows no consumer reads)."""
     np = _np()
     values = _vec_scope(problem, name, region)
     out = None
