@@ -77,6 +77,19 @@ class Buffer:
     id: int = -1                   # checked builds: the name's place in the fault table
 
 
+def _float_coordinates(index: E.Expr) -> bool:
+    """Whether ``index`` converts a float to an integer outside any load (a resampling
+    tap's ``int(ceil(x / scale - r)) + k``), and reads no memory."""
+    found = False
+    for n in walk(index):
+        if isinstance(n, L.Load):
+            return False
+        if (isinstance(n, E.Cast) and not n.type.is_float()
+                and n.value.type.is_float()):
+            found = True
+    return found
+
+
 class MemoryEmitter:
     """Mixin: Load / Store / Allocate."""
 
@@ -141,13 +154,12 @@ class MemoryEmitter:
         buf = self.buffer(e.buffer)
         idx = self.emit(e.index, index=True)
         b = self.b
-        # lanes at indices computed from the loops alone (a resampling window) load one
-        # by one; at indices read from memory (a lookup table) and in the rarely run
-        # edge branch of a clamped ramp, with the target's gather: see _gather
-        per_lane = (self.scalar_gathers if self.scalar_gathers is not None
-                    else not any(isinstance(n, L.Load) for n in walk(e.index)))
-        self._gather_per_lane = per_lane and (self.scalar_gathers
-                                              or not isinstance(idx, Guarded))
+        # lanes at coordinates computed in float (a resampling window) load one by one;
+        # elsewhere (a lookup table, the edge lanes of a clamp, a masked tail) with the
+        # target's gather, the smaller code: see _gather
+        self._gather_per_lane = (self.scalar_gathers if self.scalar_gathers is not None
+                                 else self.mask is None and not isinstance(idx, Guarded)
+                                 and _float_coordinates(e.index))
         if not is_varying(idx):
             v = self._checked_load(buf, idx, lambda: b.load(self._addr(buf, idx),
                                                             align=max(1, buf.type.bytes)))
@@ -286,11 +298,14 @@ class MemoryEmitter:
     def _gather(self, buf: Buffer, idx: ir.Value, align: int):
         """The lanes at a vector of indices: ``llvm.masked.gather`` over their addresses
         (under a mask, inactive lanes are not read), which LLVM lowers to the target's
-        gather instruction (AVX2, AVX-512), or one scalar load a lane.  Per lane where
-        the index is computed from the loops alone: LLVM hoists and simplifies the lanes'
-        addresses out of the loops they do not vary in, and the loads issue side by side
-        (resize_down's taps: 15.3 -> 8.0 ms on one thread); the gather instruction
-        where the index was read from memory (a lookup table: 6-28% faster there).
+        gather instruction (AVX2, AVX-512), or one scalar load a lane.  Per lane at
+        coordinates computed in float (``_float_coordinates``): each lane's address is
+        its own conversion, LLVM hoists it out of the loops it does not vary in, and the
+        loads issue side by side (resize_down's taps: 15.3 -> 8.0 ms on one thread);
+        the gather instruction elsewhere: at indices read from memory (a lookup table:
+        6-28% faster there), and where the lanes are integer arithmetic of the loop
+        (clamped upsampling outside the steady loop), where per-lane loads were no
+        faster and made a third more code (laplacian_blend).
         ``generate(..., scalar_gathers=True / False)`` forces one form (to compare)."""
         b, w = self.b, self.lanes
         et = buf.ptr.type.pointee
