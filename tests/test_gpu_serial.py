@@ -146,6 +146,19 @@ def test_the_solvers_choose_a_serial_tile_where_it_pays(method):
     assert ".unroll(" in line and ".gpu_blocks(" in line
 
 
+def test_a_serial_schedule_is_priced_again_as_solved():
+    """``predict_cost`` re-reads a solved schedule's columns with their points per
+    thread: a serial tile is priced as the serial tile the solver chose, not as plain
+    blocks of the same extents."""
+    from tilesolve.solver.predict import cost_of_terms, predict_cost, schedule_columns
+    app, pipe, est = _harris()
+    s = ts.solve_schedule(pipe, "h100", estimates=est, method="greedy")
+    serial = [t.serial for _g, t in schedule_columns(s)]
+    assert any(t is not None and max(t) > 1 for t in serial)
+    recorded = sum(cost_of_terms(g.cost) for g in s.provenance.groups)
+    assert predict_cost(pipe, s, "h100", est) == pytest.approx(recorded, rel=1e-9)
+
+
 @needs_cxx
 def test_harris_serial_schedule_emulates_equal_to_the_reference():
     app, pipe, est = _harris()

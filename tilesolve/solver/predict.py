@@ -26,9 +26,14 @@ __all__ = ["schedule_columns", "schedule_costs", "predict_cost", "cost_of_terms"
 
 
 def _record_fields(rec) -> tuple:
+    """(output, members, tiling, GPU points per thread or None) of a group record."""
     if isinstance(rec, dict):
-        return rec["output"], tuple(rec["members"]), tuple(rec["tiling"])
-    return rec.output, tuple(rec.members), tuple(rec.tiling)
+        gpu = (rec.get("cost") or {}).get("gpu") or {}
+        serial = gpu.get("serial")
+        return (rec["output"], tuple(rec["members"]), tuple(rec["tiling"]),
+                None if serial is None else tuple(serial))
+    gpu = rec.cost.gpu if rec.cost is not None else None
+    return rec.output, tuple(rec.members), tuple(rec.tiling), getattr(gpu, "serial", None)
 
 
 def schedule_columns(schedule) -> list:
@@ -48,8 +53,8 @@ def schedule_columns(schedule) -> list:
                           "schedule_from_columns) can be priced by the cost model")
     out = []
     for rec in groups:
-        output, members, tiling = _record_fields(rec)
-        out.append((Group(output, frozenset(members)), Tiling(tuple(tiling))))
+        output, members, tiling, serial = _record_fields(rec)
+        out.append((Group(output, frozenset(members)), Tiling(tuple(tiling), serial)))
     return out
 
 
