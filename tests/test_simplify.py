@@ -6,8 +6,10 @@ import pytest
 
 import tilesolve as ts
 from tilesolve.analysis.intervals import Interval
-from tilesolve.analysis.simplify import const_int, is_const, numeric_bounds, prove, simplify
+from tilesolve.analysis.simplify import numeric_bounds, prove, simplify
+from tilesolve.analysis.simplify_rules import const_int
 from tilesolve.model import expr as E
+from tilesolve.model.expr import is_const
 from tilesolve.model.evaluate import evaluate
 
 x, y, z, xo = ts.Var("x"), ts.Var("y"), ts.Var("z"), ts.Var("xo")

@@ -36,20 +36,9 @@ from .intervals import linear as _L
 from .intervals import numeric as N
 from . import simplify_rules as _R
 
-__all__ = ["simplify", "prove", "is_const", "const_int", "numeric_bounds", "const_upper"]
+__all__ = ["simplify", "prove", "numeric_bounds", "const_upper"]
 
 INF = math.inf
-
-
-# -- small public helpers ------------------------------------------------------------
-def const_int(e):
-    """The Python int of an integer or bool Const, else None."""
-    return _R.const_int(e)
-
-
-def is_const(e, value=None) -> bool:
-    """True for a Const node (equal to ``value`` when given)."""
-    return E.is_const(e, value)
 
 
 # Without a scope, the simplified form and bounds of a node are a pure function of the
