@@ -57,10 +57,11 @@ def test_loops_outside_the_block_loops_become_blocks():
 def test_no_kernel_runs_in_more_than_a_thousand_one_warp_blocks(app):
     """At the paper size, every kernel of the solver's h100 schedule launches blocks of
     more than one warp, or at most 1,000 of them (root producers run in blocks of
-    ROOT_BLOCK_ROWS warps; the tiling menu offers one-warp blocks only where few)."""
+    ``cost_params.root_block_rows`` warps; the tiling menu offers one-warp blocks only
+    where few: ``cost_params.max_one_warp_blocks``)."""
     import math
 
-    from tilesolve.solver.tilings import MAX_ONE_WARP_BLOCKS
+    max_one_warp_blocks = ts.load_spec("h100").cost_params.max_one_warp_blocks
     mod = APPS[app]
     pipe, est = mod.build()
     s = ts.solve_schedule(pipe, "h100", est, method="greedy")
@@ -69,5 +70,5 @@ def test_no_kernel_runs_in_more_than_a_thousand_one_warp_blocks(app):
     inputs = {n: np.zeros(tuple(reversed(est[n])), img.type.dtype)
               for n, img in pipe.images.items()}
     for r in noop.launch_records(sizes, **inputs):
-        assert math.prod(r.block) > 32 or math.prod(r.grid) <= MAX_ONE_WARP_BLOCKS, \
+        assert math.prod(r.block) > 32 or math.prod(r.grid) <= max_one_warp_blocks, \
             (r.kernel, r.grid, r.block)

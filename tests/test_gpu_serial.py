@@ -17,6 +17,7 @@ import shutil
 
 import numpy as np
 import pytest
+import yaml
 
 import tilesolve as ts
 from tilesolve.apps import get_app
@@ -71,6 +72,32 @@ def test_the_menu_has_serial_and_whole_channel_tilings():
     assert all(t.serial is None and t.sizes[2] is None for t in menu[:first])
     # every serial tiling's threads are a whole number of warps
     assert all(t.threads_of(0) * t.threads_of(1) % 32 == 0 for t in serial)
+
+
+def test_a_spec_yaml_overrides_the_gpu_menu_and_weights(tmp_path):
+    """The GPU menu's choices and the GPU model's weights are the spec's ``cost_params``:
+    an h100 whose YAML sets ``gpu_serial: [4]`` and ``point_instructions: 60`` offers
+    serial tiles of 4 points only, and prices a block's kernel higher; a CPU spec takes
+    neither."""
+    data = H100.to_dict()
+    data["cost_params"] = {"gpu_serial": [4], "point_instructions": 60}
+    path = tmp_path / "h100-tuned.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    tuned = ts.load_spec(path)
+    assert tuned.cost_params.gpu_serial == (4,) and tuned.cost_params.point_instructions == 60
+    est = {"blur_y": [512, 256, 3], "input": [512, 256, 3]}
+    pipe = _colour_blur()
+    group = Group("blur_y", frozenset({"blur_x", "blur_y"}))
+    shipped, mine = CostModel(Problem(pipe, H100, est)), CostModel(Problem(pipe, tuned, est))
+    assert {t.serial[1] for t in shipped.menu("blur_y").tilings if t.serial} == {2, 4, 8}
+    assert {t.serial[1] for t in mine.menu("blur_y").tilings if t.serial} == {4}
+    plain = next(t for t in shipped.menu("blur_y").tilings if t.sizes == (64, 8, None)
+                 and t.serial is None)
+    before, after = shipped.cost(group, plain), mine.cost(group, plain)
+    assert before.feasible and after.total > before.total and after.arith > before.arith
+    with pytest.raises(ts.SpecError, match=r"'cost_params.gpu_serial' is a parameter of "
+                                           r"the GPU cost model"):
+        ts.load_spec("xeon-e5-2620v3").with_cost_params(gpu_serial=[4])
 
 
 def test_a_serial_tile_is_priced_per_thread():

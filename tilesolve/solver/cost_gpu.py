@@ -27,9 +27,10 @@ A tiling with a per-thread serial tile (``Tiling.serial``) or a dimension run wh
 each thread (colour channels) has fewer threads per block, each computing several points
 in an unrolled loop: its warps run more steps, an address its points share is loaded once
 (``gpu_sectors.unrolled_loads``), the index arithmetic of a point after the first costs
-``UNROLLED_POINT_INSTRUCTIONS`` rather than ``POINT_INSTRUCTIONS``, and each point kept
-live takes ``SERIAL_POINT_REGISTERS`` more registers per thread (occupancy).  The block's
-shared memory holds its whole tile, as for any tiling.
+``unrolled_point_instructions`` rather than ``point_instructions``, and each point kept
+live takes ``serial_point_registers`` more registers per thread (occupancy).  The
+block's shared memory holds its whole tile, as for any tiling.  These weights and the
+model's others are fields of the spec's ``cost_params`` (``specs/cost_params.py``).
 
 The kernel's time goes to the term of the bound that decides it (``arith``: issue,
 ``loads``/``stores``: a memory bound, split by direction, ``parallel``: latency) and
@@ -48,9 +49,6 @@ from ..analysis.footprint import box_extents
 from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
                           store_site, unrolled_loads)
 from .space import Cost, GpuCost, Group, Tiling
-
-# Registers per thread assumed before code exists (Sioutas 2020 estimate floor).
-DEFAULT_REGISTERS_PER_THREAD = 32
 
 
 # Defaults of the spec's optional GPU timing fields (specs/SCHEMA.md): NVIDIA GPUs since Volta.
@@ -88,17 +86,6 @@ class GpuMachine:
                           field("barrier_cycles"), (spec.launch_overhead_us or 0.0) * 1e-6)
 
 
-# Instructions of a point beyond its arithmetic: index and guard arithmetic, the store.
-POINT_INSTRUCTIONS = 6.0
-LOAD_INSTRUCTIONS = 2.0         # a load and its address arithmetic
-LOOP_INSTRUCTIONS = 3.0         # an update loop's step: counter, compare, branch
-UPDATE_UNROLL = 4               # loads of consecutive update steps in flight together
-UNROLLED_POINT_INSTRUCTIONS = 3.0   # a point's overhead after the first of an unrolled loop
-# registers per thread for each point of a serial tile past one: ptxas (sm_90) gives the
-# h100 paper-size schedules' kernels 32-48 registers at 8 points a thread, 40 at 12 and
-# at 24, against 14-32 at one point (harris, unsharp, camera_pipe, stencil_chain, ...)
-SERIAL_POINT_REGISTERS = 1
-
 
 def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
     """CUDA occupancy calculator: (active warps / max warps per SM, blocks per SM).
@@ -122,9 +109,10 @@ def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tu
 
 def registers_estimate(spec, threads: int) -> int:
     """Sioutas 2020: N_regs <= min(MAX_REGS_PER_THREAD, TOTAL_REGS_PER_SM / N_threads),
-    with a floor of DEFAULT_REGISTERS_PER_THREAD."""
-    return max(1, min(spec.max_registers_per_thread, max(DEFAULT_REGISTERS_PER_THREAD // 2,
-               min(DEFAULT_REGISTERS_PER_THREAD, spec.registers_per_sm // max(threads, 1)))))
+    between half and all of the spec's ``cost_params.default_registers_per_thread``."""
+    regs = spec.cost_params.default_registers_per_thread
+    return max(1, min(spec.max_registers_per_thread, max(regs // 2,
+               min(regs, spec.registers_per_sm // max(threads, 1)))))
 
 
 def coalescing_factor(sizes) -> float:
@@ -263,6 +251,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     ``dims``, ``whole`` the dimensions each thread computes whole (unrolled); ``exts``
     ``_box_extents(gf)`` where the caller has it."""
     p = model.problem
+    cp = model.spec.cost_params
     bx, by = block
     sx, sy = serial
     inner, outer = dims
@@ -288,8 +277,8 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
         sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
         unr = min(steps, reuse["points"])
-        point = (POINT_INSTRUCTIONS + (unr - 1) * UNROLLED_POINT_INSTRUCTIONS) / unr
-        k.instructions += x0 * (ops + LOAD_INSTRUCTIONS * loads * reuse["all"] + point)
+        point = (cp.point_instructions + (unr - 1) * cp.unrolled_point_instructions) / unr
+        k.instructions += x0 * (ops + cp.load_instructions * loads * reuse["all"] + point)
         k.load_lsu += x0 * sec0 * reuse["global"] / 4.0
         k.lsu_cycles += x0 * shared.get(0, 0) * reuse["shared"]
         k.rounds += 1 if sec0 else 0
@@ -305,11 +294,11 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
             per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
             xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
             secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy)
-            k.instructions += xu * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
-                                    + LOOP_INSTRUCTIONS)
+            k.instructions += xu * (u.ops + cp.load_instructions * u.loads
+                                    + cp.point_instructions + cp.loop_instructions)
             k.load_lsu += xu * secu / 4.0
             k.lsu_cycles += xu * (shared.get(j, 0) + 1)
-            k.rounds += math.ceil(per_thread * per_block[m] / UPDATE_UNROLL) if secu else 0
+            k.rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
             k.barriers += 1
     k.lsu_cycles += k.load_lsu
     for c, box in gf.input_regions.items():
@@ -328,6 +317,7 @@ def _update_launches(model, group, dims) -> list:
     them or a warp over one (``schedule_gen._gpu_updates``), its other pure dimensions
     on blocks, its RDom a loop in each thread."""
     p, spec = model.problem, model.spec
+    cp = spec.cost_params
     o = group.output
     region = p.regions[o]
     exts = [hi - lo + 1 for lo, hi in region]
@@ -354,12 +344,12 @@ def _update_launches(model, group, dims) -> list:
         warps = math.ceil(threads / spec.warp_size)
         x = warps * u.rdom_points
         k = KernelCounts(blocks=blocks)
-        k.instructions = x * (u.ops + LOAD_INSTRUCTIONS * u.loads + POINT_INSTRUCTIONS
-                              + LOOP_INSTRUCTIONS)
+        k.instructions = x * (u.ops + cp.load_instructions * u.loads + cp.point_instructions
+                              + cp.loop_instructions)
         k.load_lsu = x * sec / 4.0
         k.lsu_cycles = k.load_lsu + x * site_sectors(p, o, store_site(p, o), (inner, outer),
                                                      bx, bx, by, (0, 0)) / 4.0
-        k.rounds = math.ceil(u.rdom_points / UPDATE_UNROLL) if sec else 0
+        k.rounds = math.ceil(u.rdom_points / cp.update_unroll) if sec else 0
         whole_in = sum(_whole_sectors(p, s.callee) for s in
                        {s.callee: s for s in glob.get(j, ()) if s.callee != o}.values())
         k.dram_load_sectors = whole_in + _whole_sectors(p, o)
@@ -426,7 +416,7 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                          for m in shared_members))
         per_thread = math.prod(t.serial_of(d) for d in tiled) * math.prod(sizes[d] for d in whole)
         regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
-                   + SERIAL_POINT_REGISTERS * (per_thread - 1))
+                   + spec.cost_params.serial_point_registers * (per_thread - 1))
         occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
         active_sms = min(spec.sm_count, n)
         gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n, t.serial)
@@ -530,8 +520,7 @@ def _root_producers(model, group, tilings) -> set:
 def _with_root_producers(model, group, gf, tilings, n_tiles, at_root) -> list:
     """Costs of ``group`` whose producers ``at_root`` run at root: the rest of the group
     as one kernel (reading them from global memory), plus each of them alone in blocks
-    of ``schedule_gen.ROOT_BLOCK_ROWS`` warps."""
-    from .schedule_gen import ROOT_BLOCK_ROWS
+    of ``cost_params.root_block_rows`` warps (as ``schedule_gen`` writes them)."""
     p, spec = model.problem, model.spec
     rest = model.costs(Group(group.output, frozenset(group.members - at_root)))
     extra = {"arith": 0.0, "loads": 0.0, "stores": 0.0, "parallel": 0.0, "overhead": 0.0}
@@ -541,7 +530,7 @@ def _with_root_producers(model, group, gf, tilings, n_tiles, at_root) -> list:
         sizes = [None] * len(region)
         sizes[wide[0]] = spec.warp_size
         if len(wide) > 1:
-            sizes[wide[1]] = ROOT_BLOCK_ROWS
+            sizes[wide[1]] = spec.cost_params.root_block_rows
         c = model.cost(Group.singleton(r), Tiling(tuple(sizes)))
         for name in extra:
             extra[name] += getattr(c, name)

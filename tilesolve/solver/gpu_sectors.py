@@ -12,7 +12,8 @@ pyramid's downsampling) 8, a read shifted off the 32-byte grid 5, a transposed r
 and a clamped index as many as its distinct addresses.  An index computed from loaded
 data (a lookup table) cannot be evaluated: it counts one sector a lane (at most the
 callee's size).  Rows of the callee whose length is not a multiple of 32 bytes start
-at different offsets: the count is the mean over 8 consecutive rows.
+at different offsets: the count is the mean over consecutive rows (the spec's
+``cost_params.rows_averaged``; ``base_align`` places the probed warp).
 
 ``box_sectors`` is the sectors a box of a buffer spans, row by row (what a block's
 distinct reads of an input cost from L2, halo and misalignment included).
@@ -35,8 +36,6 @@ from ..model.evaluate import evaluate
 from ..model.visit import walk
 
 SECTOR_BYTES = 32
-ROWS_AVERAGED = 8               # rows a warp is placed at: row starts off the 32-byte grid
-BASE_ALIGN = 256                # the first point of a probed warp: a multiple of this many points
 
 __all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "box_sectors",
            "active_warps", "store_site", "unrolled_loads"]
@@ -108,12 +107,14 @@ def active_warps(bx, by, mx, my):
 
 def probe_env(problem, name: str, scope: dict) -> dict:
     """Values for evaluating ``name``'s indices: its pure Vars at the middle of its region
-    rounded down to a multiple of ``BASE_ALIGN`` (at its minimum if shorter), RVars at
-    their minimum (``scope``), the Params and input extents the problem assumes."""
+    rounded down to a multiple of ``cost_params.base_align`` (at its minimum if
+    shorter), RVars at their minimum (``scope``), the Params and input extents the
+    problem assumes."""
     env = estimate_env(problem)
     pure = [v.name for v in problem.func(name).pure.args]
+    align = problem.spec.cost_params.base_align
     for v, (lo, hi) in zip(pure, problem.regions.get(name, ())):
-        mid = (lo + (hi - lo) // 2) // BASE_ALIGN * BASE_ALIGN
+        mid = (lo + (hi - lo) // 2) // align * align
         env[v] = mid if mid >= lo else lo
     for r, iv in scope.items():
         env[r] = iv.lo
@@ -140,7 +141,7 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     """Sectors one warp instruction of ``site`` (in ``name``'s definitions) moves, for a
     block ``bx`` threads wide whose threads cover ``mx`` x ``my`` points of ``name`` in its
     pure dimensions ``dims`` (inner, outer or None); ``offset``: the member's first point
-    relative to a multiple of ``BASE_ALIGN`` in each of those dimensions (its halo);
+    relative to a multiple of ``cost_params.base_align`` in each of those dimensions (its halo);
     ``y_step``: points of the outer dimension between consecutive rows of threads."""
     # a warp's lanes see at most min(bx, 32) points of a row and 32 // bx + 1 rows
     bx = int(bx)
@@ -221,7 +222,8 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> fl
     env = probe_env(problem, name, rdom_scope(problem, d) if site.stage else {})
     pure = [v.name for v in problem.func(name).pure.args]
     inner, outer = dims
-    rows = np.arange(ROWS_AVERAGED)[:, None]
+    n_rows = problem.spec.cost_params.rows_averaged
+    rows = np.arange(n_rows)[:, None]
     if inner is not None:
         env[pure[inner]] = int(env[pure[inner]]) + offset[0] + tx[None, :]
     if outer is not None:
@@ -232,7 +234,7 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> fl
         if nxt is not None:
             env[nxt] = int(env[nxt]) + rows
     try:
-        addr = np.zeros((ROWS_AVERAGED, tx.size), dtype=np.int64)
+        addr = np.zeros((n_rows, tx.size), dtype=np.int64)
         for a, lo, st in zip(site.args, los, strides):
             v = np.asarray(evaluate(a, env), dtype=np.int64)
             addr = addr + (np.broadcast_to(v, addr.shape) - lo) * st

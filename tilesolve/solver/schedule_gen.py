@@ -253,11 +253,6 @@ def _cpu_group(problem, s, group, tiling) -> None:
         _schedule_updates(problem, s, m, False, extents)
 
 
-# a GPU producer computed at root runs in blocks of this many warps (rows of y):
-# one-warp blocks leave most of an SM's block slots to launch overhead
-ROOT_BLOCK_ROWS = 8
-
-
 def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
     out = group.output
     f = problem.func(out)
@@ -294,9 +289,10 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
         mn = [v.name for v in problem.func(m).pure.args]
         if m in at_root:
             # no constant-size shared buffer can hold its tile: a kernel of its own, in
-            # blocks of ROOT_BLOCK_ROWS warps (a warp of x by that many rows of y)
+            # blocks of cost_params.root_block_rows warps (a warp of x by that many rows
+            # of y: one-warp blocks leave most of an SM's block slots to launch overhead)
             hm.compute_root()
-            d, rows = problem.spec.warp_size, ROOT_BLOCK_ROWS
+            d, rows = problem.spec.warp_size, problem.spec.cost_params.root_block_rows
             two = len(mn) >= 2 and _try(hm.gpu_tile, mn[0], mn[1], f"{mn[0]}o", f"{mn[1]}o",
                                         f"{mn[0]}i", f"{mn[1]}i", d, rows)
             if two or _try(hm.gpu_tile, mn[0], f"{mn[0]}o", f"{mn[0]}i", d * rows):

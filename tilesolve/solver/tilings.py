@@ -7,33 +7,26 @@ vector width times its ``vector_multiple`` (so tiles vectorize), the next
 least the extent collapse to "untiled in that dimension".  Outer dimensions
 stay untiled (their loop runs inside the tile).  Plus the untiled column.
 
-GPU: thread blocks: the innermost dimension takes warp-friendly extents
-(8..256), the next 1..32, with the block's thread count a multiple of the warp
-size and at most ``max_threads_per_block``.  Outer dimensions stay untiled (one
-point of each per block).  Blocks of one warp are offered only where they make at
-most ``MAX_ONE_WARP_BLOCKS`` blocks: beyond, each block's launch and scheduling cost
-outweighs its warp's work, which the cost model does not see.  Then the same blocks
-with a per-thread serial tile (Anderson 2021's block / thread / serial levels): each
-thread computes ``GPU_SERIAL`` consecutive points of the outer tiled dimension in an
-unrolled loop, the block's tile that many times taller (at most ``GPU_SERIAL_ROWS``
-rows, and no taller than the region), for blocks at least a warp wide and two warps
-large (a narrower block's warps already straddle rows; a one-warp block has nothing to
-trade).  Then, where the first dimension past the tiled ones is short (2 to
-``GPU_UNROLL_EXTENT`` points: colour channels), every tiling above again with that
-dimension whole in the tile: each thread computes all its points, unrolled, instead of
-one block per point of it on the grid.  The plain blocks come first, so the solvers'
-first-of-equal-costs rule keeps them on ties.
+GPU (the spec's ``cost_params.gpu_*``): thread blocks: the innermost dimension takes
+warp-friendly extents (``gpu_inner``: 8..256), the next ``gpu_outer`` (1..32), with the
+block's thread count a multiple of the warp size and at most ``max_threads_per_block``.
+Outer dimensions stay untiled (one point of each per block).  Blocks of one warp are
+offered only where they make at most ``max_one_warp_blocks`` blocks: beyond, each
+block's launch and scheduling cost outweighs its warp's work, which the cost model does
+not see.  Then the same blocks with a per-thread serial tile (Anderson 2021's block /
+thread / serial levels): each thread computes ``gpu_serial`` consecutive points of the
+outer tiled dimension in an unrolled loop, the block's tile that many times taller (at
+most ``gpu_serial_rows`` rows, and no taller than the region), for blocks at least a
+warp wide and two warps large (a narrower block's warps already straddle rows; a
+one-warp block has nothing to trade).  Then, where the first dimension past the tiled
+ones is short (2 to ``gpu_unroll_extent`` points: colour channels), every tiling above
+again with that dimension whole in the tile: each thread computes all its points,
+unrolled, instead of one block per point of it on the grid.  The plain blocks come
+first, so the solvers' first-of-equal-costs rule keeps them on ties.
 """
 from __future__ import annotations
 
 from .space import Tiling
-
-GPU_INNER = (8, 16, 32, 64, 128, 256)
-GPU_OUTER = (1, 2, 4, 8, 16, 32)
-GPU_SERIAL = (2, 4, 8)          # points a thread computes along the outer tiled dimension
-GPU_SERIAL_ROWS = 32            # a serial tile's rows per block, at most
-GPU_UNROLL_EXTENT = 4           # an outer dimension this short may run inside each thread
-MAX_ONE_WARP_BLOCKS = 1000
 
 
 def _tiled_dims(region) -> list[int]:
@@ -85,26 +78,27 @@ def _gpu_tilings(spec, dims, exts, add) -> None:
     nd = len(exts)
     inner = dims[0]
     outer = dims[1] if len(dims) > 1 else None
+    cp = spec.cost_params
     past = [i for i in range(max(dims) + 1, nd) if exts[i] > 1]
-    unroll = past[0] if past and exts[past[0]] <= GPU_UNROLL_EXTENT else None
+    unroll = past[0] if past and exts[past[0]] <= cp.gpu_unroll_extent else None
     beyond = 1
     for i in range(max(dims) + 1, nd):
         beyond *= exts[i]
     blocks_of = []                                  # (a, b): thread block extents
-    for a in GPU_INNER:
-        for b in (GPU_OUTER if outer is not None else (1,)):
+    for a in cp.gpu_inner:
+        for b in (cp.gpu_outer if outer is not None else (1,)):
             if a * b > spec.max_threads_per_block or (a * b) % spec.warp_size:
                 continue
             blocks = -(-exts[inner] // a) * (-(-exts[outer] // b) if outer is not None
                                               else 1) * beyond
-            if a * b <= spec.warp_size and blocks > MAX_ONE_WARP_BLOCKS:
+            if a * b <= spec.warp_size and blocks > cp.max_one_warp_blocks:
                 continue
             blocks_of.append((a, b))
     shapes = [(a, b, 1) for a, b in blocks_of]
     if outer is not None:
-        shapes += [(a, b, t) for t in GPU_SERIAL for a, b in blocks_of
+        shapes += [(a, b, t) for t in cp.gpu_serial for a, b in blocks_of
                    if a >= spec.warp_size and a * b >= 2 * spec.warp_size
-                   and b * t <= min(GPU_SERIAL_ROWS, exts[outer])]
+                   and b * t <= min(cp.gpu_serial_rows, exts[outer])]
     for whole in ((False, True) if unroll is not None else (False,)):
         for a, b, t in shapes:
             sizes = [None] * nd

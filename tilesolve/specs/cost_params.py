@@ -1,6 +1,6 @@
-"""The cost model's parameters as data: every weight, threshold and switch the CPU cost
-model and its helpers (inlining, register blocking, access probing, the tiling menu)
-read, in one frozen value.
+"""The cost model's parameters as data: every weight, threshold and switch the CPU and
+GPU cost models and their helpers (inlining, register blocking, access probing, sector
+counting, the tiling menus) read, in one frozen value.
 
 Each spec carries one (``HardwareSpec.cost_params``): the defaults of its kind with the
 overrides of its YAML's ``cost_params:`` mapping (``tilesolve calibrate`` writes the one
@@ -81,10 +81,39 @@ class CostParams:
     # -- solver/tilings.py -------------------------------------------------------------
     tile_inner: tuple = (1, 2, 4, 8, 16, 32)   # inner tile sizes, times the tile multiple
     tile_outer: tuple = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    # -- solver/cost_gpu.py (GPU) ------------------------------------------------------
+    default_registers_per_thread: int = 32   # registers a thread is assumed before code exists
+    point_instructions: float = 6.0      # a point's index and guard arithmetic and its store
+    load_instructions: float = 2.0       # a load and its address arithmetic
+    loop_instructions: float = 3.0       # an update loop's step: counter, compare, branch
+    update_unroll: int = 4               # loads of consecutive update steps in flight together
+    unrolled_point_instructions: float = 3.0   # a point's overhead after the first, unrolled
+    serial_point_registers: int = 1      # registers a thread for each serial point past one
+    # -- solver/tilings.py (GPU) -------------------------------------------------------
+    gpu_inner: tuple = (8, 16, 32, 64, 128, 256)   # a block's threads in the inner dimension
+    gpu_outer: tuple = (1, 2, 4, 8, 16, 32)        # a block's threads in the outer dimension
+    gpu_serial: tuple = (2, 4, 8)        # points a thread computes along the outer dimension
+    gpu_serial_rows: int = 32            # a serial tile's rows per block, at most
+    gpu_unroll_extent: int = 4           # an outer dimension this short may run in each thread
+    max_one_warp_blocks: int = 1000      # one-warp blocks are offered up to this many blocks
+    # -- solver/gpu_sectors.py (GPU) ---------------------------------------------------
+    rows_averaged: int = 8               # rows a probed warp is placed at (row misalignment)
+    base_align: int = 256                # a probed warp's first point: a multiple of this
+    # -- solver/schedule_gen.py (GPU) --------------------------------------------------
+    root_block_rows: int = 8             # warps (rows) of a block of a producer at root
 
 
-# parameters a GPU spec's model reads too (the others are the CPU model's)
-GPU_PARAMS = frozenset({"cached_load_ops"})
+# parameters only the GPU model reads (a cpu spec takes none of them)
+GPU_ONLY = frozenset({
+    "default_registers_per_thread", "point_instructions", "load_instructions",
+    "loop_instructions", "update_unroll", "unrolled_point_instructions",
+    "serial_point_registers", "gpu_inner", "gpu_outer", "gpu_serial", "gpu_serial_rows",
+    "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
+    "root_block_rows"})
+# parameters a GPU spec's model reads (the others are the CPU model's)
+GPU_PARAMS = frozenset({"cached_load_ops"}) | GPU_ONLY
+
+
 _FIELDS = {f.name: f for f in dataclasses.fields(CostParams)}
 _DEFAULTS = {"cpu": CostParams(), "gpu": CostParams()}
 
@@ -146,6 +175,10 @@ def cost_params_from(kind: str, data: Any, source: str,
         if kind == "gpu" and name not in GPU_PARAMS:
             raise SpecError(f"{source}: field 'cost_params.{name}' is a parameter of the CPU "
                             f"cost model; a gpu spec takes only {', '.join(sorted(GPU_PARAMS))}")
+        if kind == "cpu" and name in GPU_ONLY:
+            raise SpecError(f"{source}: field 'cost_params.{name}' is a parameter of the GPU "
+                            f"cost model; a cpu spec takes none of "
+                            f"{', '.join(sorted(GPU_ONLY))}")
         got = _check(f.default, value)
         if got is None:
             raise SpecError(f"{source}: field 'cost_params.{name}': expected "
