@@ -103,8 +103,11 @@ def _tile_of(loop: L.For, chain: list, store: L.Store):
         if (n.kind not in ("unrolled", "vectorized", "serial")
                 or not isinstance(n.min, E.Const) or not isinstance(n.extent, E.Const)):
             return None
-    key = tuple((n.name, int(n.min.value), int(n.extent.value), n.kind) for n in tile)
-    return buf, index, key, tile, reads[0].type
+    return buf, index, tile, reads[0].type
+
+
+def _shape(tile: list) -> tuple:
+    return tuple((n.name, int(n.min.value), int(n.extent.value), n.kind) for n in tile)
 
 
 def _promote(loop: L.For, taken: list):
@@ -113,13 +116,13 @@ def _promote(loop: L.For, taken: list):
         return None
     tiles = [_tile_of(loop, chain, store) for chain, store in paths]
     if any(t is None for t in tiles) or any(
-            t[0] != tiles[0][0] or t[1] is not tiles[0][1] or t[2] != tiles[0][2]
+            t[0] != tiles[0][0] or t[1] is not tiles[0][1] or _shape(t[2]) != _shape(tiles[0][2])
             for t in tiles):
         return None      # every path: the same buffer, index (hash-consed) and tile loops
-    buf, index, key, tile, etype = tiles[0]
+    buf, index, tile, etype = tiles[0]
     count = 1
-    for _name, _lo, extent, _kind in key:
-        count *= max(0, extent)
+    for n in tile:
+        count *= max(0, int(n.extent.value))
     if count == 0 or count > MAX_ELEMENTS:
         return None
     distinct = _distinct(index, tile)
@@ -128,15 +131,15 @@ def _promote(loop: L.For, taken: list):
     name = f"{buf}.acc{len(taken)}"
     taken.append(name)
     flat, stride = E.as_expr(0), 1
-    for n, lo, extent, _kind in reversed(key):      # innermost loop: stride 1
-        flat = flat + (E.Var(n) - lo) * stride
-        stride *= extent
+    for n in reversed(tile):                         # innermost loop: stride 1
+        flat = flat + (E.Var(n.name) - n.min) * stride
+        stride *= int(n.extent.value)
     flat = simplify(flat)
     acc = L.load(name, flat, etype)
 
     def nest(body):
-        for n, lo, extent, kind in reversed(key):
-            body = L.For(n, E.as_expr(lo), E.as_expr(extent), kind, body)
+        for n in reversed(tile):
+            body = L.For(n.name, n.min, n.extent, n.kind, body)
         return body
 
     def to_tile(st):

@@ -105,7 +105,6 @@ class ExprEmitter(LaneEmitter):
 
     fp_flags: tuple = ()      # LLVM fast-math flags of float add/sub/mul (fma: "contract")
     scalar_gathers: bool | None = None   # per-lane loads or llvm.masked.gather (None: by index)
-    _gather_per_lane: bool = False
     vector_math: bool = True       # float32 vector exp, pow, sin, ...: vecmath.py's code
 
     # -- helpers ---------------------------------------------------------------------

@@ -56,7 +56,7 @@ from ...model.types import Type
 from ...lower import ir as L
 from ...model.visit import walk
 from .codegen_expr import I8, I32, I64, _mangle, mem_type
-from .codegen_lanes import Guarded, Halves, Ramp, Strided, is_varying
+from .codegen_lanes import Guarded, Halves, Ramp, Strided, is_varying, is_vector_value
 from .heap import RT_ALLOC, RT_FREE
 
 STACK_LIMIT_BYTES = 64 * 1024
@@ -154,12 +154,6 @@ class MemoryEmitter:
         buf = self.buffer(e.buffer)
         idx = self.emit(e.index, index=True)
         b = self.b
-        # lanes at coordinates computed in float (a resampling window) load one by one;
-        # elsewhere (a lookup table, the edge lanes of a clamp, a masked tail) with the
-        # target's gather, the smaller code: see _gather
-        self._gather_per_lane = (self.scalar_gathers if self.scalar_gathers is not None
-                                 else self.mask is None and not isinstance(idx, Guarded)
-                                 and _float_coordinates(e.index))
         if not is_varying(idx):
             v = self._checked_load(buf, idx, lambda: b.load(self._addr(buf, idx),
                                                             align=max(1, buf.type.bytes)))
@@ -175,14 +169,27 @@ class MemoryEmitter:
             v.add_incoming(v_fast, bb_fast)
             v.add_incoming(v_slow, bb_slow)
         else:
-            v = self._load_lanes(buf, idx)
+            v = self._load_lanes(buf, idx, self._per_lane(e.index, idx))
         return self._from_mem(v, buf.type)
 
-    def _load_lanes(self, buf: Buffer, idx):
-        """A W-lane load at a Ramp or a vector of indices."""
-        return self._checked_load(buf, idx, lambda: self._unchecked_load_lanes(buf, idx))
+    def _per_lane(self, index: E.Expr, idx) -> bool:
+        """Whether a gather at ``idx`` (``index`` emitted) loads one lane at a time: at
+        coordinates computed in float (a resampling window); elsewhere (a lookup table,
+        the edge lanes of a clamp, a masked tail) the target's gather is the smaller
+        code (see ``_gather``).  ``scalar_gathers`` forces either form."""
+        if self.scalar_gathers is not None:
+            return self.scalar_gathers
+        return (self.mask is None and is_vector_value(idx)
+                and _float_coordinates(index))
 
-    def _unchecked_load_lanes(self, buf: Buffer, idx):
+    def _load_lanes(self, buf: Buffer, idx, per_lane: bool | None = None):
+        """A W-lane load at a Ramp or a vector of indices; ``per_lane``: a gather's form
+        (None: ``scalar_gathers``, False when unset)."""
+        per_lane = bool(self.scalar_gathers) if per_lane is None else per_lane
+        return self._checked_load(buf, idx,
+                                  lambda: self._unchecked_load_lanes(buf, idx, per_lane))
+
+    def _unchecked_load_lanes(self, buf: Buffer, idx, per_lane: bool):
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
@@ -205,7 +212,7 @@ class MemoryEmitter:
             return self._span_load(buf, start, span, picks)
         if isinstance(idx, Strided) and self.mask is None:
             return self._strided_load(buf, idx, align)
-        return self._gather(buf, self.vec(idx), align)
+        return self._gather(buf, self.vec(idx), align, per_lane)
 
     def _strided_load(self, buf: Buffer, idx: Strided, align: int):
         """One scalar load a lane at ``base + k * stride``, the addresses stepped in
@@ -295,7 +302,7 @@ class MemoryEmitter:
         pick = b.extract_element(idx, lane)
         return b.select(self.mask, idx, self.vec(pick))
 
-    def _gather(self, buf: Buffer, idx: ir.Value, align: int):
+    def _gather(self, buf: Buffer, idx: ir.Value, align: int, per_lane: bool):
         """The lanes at a vector of indices: ``llvm.masked.gather`` over their addresses
         (under a mask, inactive lanes are not read), which LLVM lowers to the target's
         gather instruction (AVX2, AVX-512), or one scalar load a lane.  Per lane at
@@ -306,11 +313,12 @@ class MemoryEmitter:
         6-28% faster there), and where the lanes are integer arithmetic of the loop
         (clamped upsampling outside the steady loop), where per-lane loads were no
         faster and made a third more code (laplacian_blend).
-        ``generate(..., scalar_gathers=True / False)`` forces one form (to compare)."""
+        ``per_lane`` chooses (``_per_lane``); ``generate(..., scalar_gathers=True /
+        False)`` forces one form (to compare)."""
         b, w = self.b, self.lanes
         et = buf.ptr.type.pointee
         vt = ir.VectorType(et, w)
-        if self._gather_per_lane:
+        if per_lane:
             idx = self._safe_indices(idx)
             out = ir.Constant(vt, ir.Undefined)
             for k in range(w):
