@@ -107,7 +107,7 @@ def tile_facts(problem, group, tile_box) -> TileFacts:
     """Regions of members and outside reads for the output tile ``tile_box``: the
     facts of ``MenuFacts`` for that one tile, as ints (its analyses of members are
     shared by the groups of one output, memoized on the problem)."""
-    menus = problem.__dict__.setdefault("_tile_menus", {})
+    menus = problem.memo("tile_menus")
     key = (group.output, tuple(tile_box))
     mf = menus.get(key) or menus.setdefault(key, MenuFacts(problem, group.output, tiles=[tile_box]))
     f = mf.group(frozenset(group.members))

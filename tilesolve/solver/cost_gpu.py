@@ -175,7 +175,7 @@ def _whole_sectors(p, name) -> float:
 def _sites(p, group, m):
     """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n}
     (memoized per problem; not to be modified)."""
-    cache = p.__dict__.setdefault("_gpu_group_sites", {})
+    cache = p.memo("gpu_group_sites")
     key = (group.output, group.members, m)
     hit = cache.get(key)
     if hit is not None:
@@ -207,7 +207,7 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
     if not steps:
         return _NO_REUSE
     key = (group.members, m, tuple(sorted(steps.items())))
-    cache = p.__dict__.setdefault("_gpu_unrolled_reuse", {})
+    cache = p.memo("gpu_unrolled_reuse")
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -229,7 +229,7 @@ def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy) -> float:
     if not sites:
         return 0
     key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy))
-    cache = p.__dict__.setdefault("_gpu_stage_sectors", {})
+    cache = p.memo("gpu_stage_sectors")
     hit = cache.get(key)
     if hit is None:
         hit = cache[key] = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy) for s in sites)

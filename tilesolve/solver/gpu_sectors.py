@@ -58,7 +58,7 @@ class Site:
 
 def member_sites(problem, name: str) -> tuple:
     """Every distinct access (callee, index) of ``name``'s definitions, loads only."""
-    cache = problem.__dict__.setdefault("_gpu_sites", {})
+    cache = problem.memo("gpu_sites")
     hit = cache.get(name)
     if hit is None:
         out, seen = [], set()
@@ -149,7 +149,7 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     if my <= 1:
         y_step = 1
     key = (name, site, dims, bx, mx, my, offset, int(y_step))
-    cache = problem.__dict__.setdefault("_gpu_site_sectors", {})
+    cache = problem.memo("gpu_site_sectors")
     hit = cache.get(key)
     if hit is not None:
         return hit
@@ -170,7 +170,7 @@ def unrolled_loads(problem, name: str, which: tuple, steps: dict) -> float:
     if not which or points <= 1:
         return float(len(which))
     key = (name, tuple(which), tuple(sorted(steps.items())))
-    cache = problem.__dict__.setdefault("_gpu_unrolled_loads", {})
+    cache = problem.memo("gpu_unrolled_loads")
     hit = cache.get(key)
     if hit is not None:
         return hit

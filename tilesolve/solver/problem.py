@@ -93,6 +93,7 @@ class Problem:
         self._bpp: dict = {}
         self._points: dict = {}
         self._moved: dict = {}
+        self._memos: dict = {}   # memo(name): analyses' results
 
     def moved(self, k: int) -> "Problem":
         """The same problem where every run-time value has moved (memoized per ``k``):
@@ -318,10 +319,17 @@ class Problem:
         f = self.func(output)
         return 1 if len(f.updates) == 1 and _at_pure_vars(f, f.updates[0]) else None
 
+    def memo(self, name: str) -> dict:
+        """The dict in which the analyses of this problem named ``name`` keep their
+        results (a Problem does not change once built).  What is kept there must not
+        depend on the spec's ``cost_params``: ``robust.py``'s copies that change them
+        share these dicts."""
+        return self._memos.setdefault(name, {})
+
     def output_stages(self, output: str) -> dict:
         """Func -> the stages of ``output`` that read it, directly or through other
         (non-output) Funcs (memoized per output)."""
-        memo = self.__dict__.setdefault("_output_stages", {})
+        memo = self.memo("output_stages")
         hit = memo.get(output)
         if hit is not None:
             return hit
