@@ -49,6 +49,16 @@ def test_bench_end_to_end_json(tmp_path, capsys):
     assert "blur / naive: compiling" in captured.err
 
 
+def test_bench_hand_method_runs_the_apps_hand_schedule(tmp_path):
+    out_json = tmp_path / "bench.json"
+    assert main(["bench", "--suite", "apps,validation", "--apps", "blur,haar", "--methods",
+                 "naive,hand", "--repeat", "1", "-q", "--json", str(out_json)]) == 0
+    recs = {(r["app"], r["method"]): r for r in json.loads(out_json.read_text())["records"]}
+    assert recs["blur", "hand"]["status"] == "ok" and ".tile(" in recs["blur", "hand"]["schedule"]
+    assert recs["haar", "hand"]["status"] == "unavailable"
+    assert "no hand schedule" in recs["haar", "hand"]["detail"]
+
+
 def test_specs_lists_specs(capsys):
     assert main(["specs"]) == 0
     out = capsys.readouterr().out

@@ -10,6 +10,8 @@
 * ``autotune`` (only when asked for: ``--methods autotune``): ``ts.autotune`` with
   ``--tune-budget`` seconds on the app's inputs; the row is the fastest schedule
   it measured (its "solve" time is the whole tuning).
+* ``hand`` (only when asked for: ``--methods hand``): the app's ``hand_schedule(pipe)``,
+  Halide's own schedule of the app (apps without one report the row unavailable).
 
 ``method_status(name)`` is ``(True, "")`` or ``(False, reason)``; an
 unavailable method is reported in the table with its reason, never dropped.
@@ -27,7 +29,7 @@ __all__ = ["ALL_METHODS", "SOLVER_METHODS", "TUNE_METHODS", "VALID_METHODS", "me
 SOLVER_METHODS = ("greedy", "ilp", "beam", "auto")
 ALL_METHODS = ("naive",) + SOLVER_METHODS          # the default set
 TUNE_METHODS = ("autotune",)                       # run only when named: they take a budget
-VALID_METHODS = ALL_METHODS + TUNE_METHODS
+VALID_METHODS = ALL_METHODS + TUNE_METHODS + ("hand",)
 DEFAULT_TUNE_BUDGET = 30.0
 
 
@@ -60,7 +62,7 @@ def method_status(name: str) -> tuple[bool, str]:
     ok, why = compile_status()
     if not ok:
         return False, why
-    if name == "naive":
+    if name in ("naive", "hand"):
         return True, ""
     if name == "autotune":
         why = _missing("tilesolve.tune.autotune", "autotune")
@@ -106,16 +108,17 @@ def naive_schedule(pipe):
 
 def solve(pipe, method: str, spec, estimates: dict, time_limit: float | None = None,
           seed: int = 0, tune_budget: float | None = None, inputs: dict | None = None,
-          tune_progress=False):
-    """``(schedule, wall seconds, predicted cost or None)`` for ``method``.
+          tune_progress=False, app=None):
+    """``(schedule, wall seconds, predicted cost or None)`` for ``method`` (``hand``:
+    ``app.hand_schedule(pipe)``).
 
     ``autotune`` only: ``tune_budget`` seconds (default ``DEFAULT_TUNE_BUDGET``),
     timed on ``inputs`` (default: random ones), its progress bar logged when
     ``tune_progress`` (True, or the bench's ``Progress``); the schedule's provenance
     holds ``tune_summary``."""
     t0 = time.perf_counter()
-    if method == "naive":
-        sched = naive_schedule(pipe)
+    if method in ("naive", "hand"):
+        sched = naive_schedule(pipe) if method == "naive" else app.hand_schedule(pipe)
         return sched, time.perf_counter() - t0, None
     if method == "autotune":
         res = autotune(pipe, spec, estimates, budget_s=tune_budget or DEFAULT_TUNE_BUDGET,

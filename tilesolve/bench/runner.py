@@ -328,6 +328,8 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
     """Solve, compile, verify and time one method on one app."""
     rec = ar.record(method, env)
     ok, why = M.method_status(method)
+    if method == "hand" and not hasattr(ar.app, "hand_schedule"):
+        ok, why = False, f"{ar.name} has no hand schedule"
     if not ok:
         rec.unavailable(why)
         progress.log(f"{ar.name} / {method}: unavailable ({why})")
@@ -336,11 +338,12 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
     opts, tag = ar.opts, f"{ar.name} / {method}"
     stage = "solve"
     try:
-        limit = f" (time limit {opts.time_limit:g}s)" if opts.time_limit and method != "naive" else ""
+        limit = (f" (time limit {opts.time_limit:g}s)"
+                 if opts.time_limit and method in M.SOLVER_METHODS else "")
         with progress.step(f"{tag}: solving{limit}"):
             sched, rec.solve_s, rec.predicted_cost = M.solve(
                 ar.run.pipeline, method, spec, ar.run.estimates, opts.time_limit, opts.seed,
-                **_tune_options(method, opts, ar.run.inputs, progress))
+                app=ar.app, **_tune_options(method, opts, ar.run.inputs, progress))
         summary = (getattr(sched, "provenance", None) or {}).get("tune_summary")
         if summary:
             rec.note(summary)
@@ -360,7 +363,7 @@ def bench_method(ar: AppRun, method: str, spec, env: dict, progress) -> Record:
         if ar.separate_check:
             with progress.step(f"{tag}: solving + compiling the small build for the check"):
                 csched, _, _ = M.solve(ar.check.pipeline, method, spec, ar.check.estimates,
-                                       opts.time_limit, opts.seed,
+                                       opts.time_limit, opts.seed, app=ar.app,
                                        **_tune_options(method, opts, ar.check.inputs, progress))
                 ar.check_schedules[method] = csched
                 check_fast = ts.compile(ar.check.pipeline, csched)
