@@ -4,7 +4,7 @@ Every result is compared with ``ts.reference.realize`` (or an independent numpy
 computation), never with another run of the chunked code: exactly for integers, within a
 float tolerance otherwise.  One LocalCluster of two worker processes (one thread each)
 serves the whole module.  The 20000 x 20000 zarr-to-zarr case runs only when
-``TILESOLVE_BIG_DASK=1`` (``benchmarks/dask_blur.py`` runs it as a benchmark).
+``TILESOLVE_BIG_DASK=1``.
 """
 from __future__ import annotations
 
