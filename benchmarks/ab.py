@@ -14,6 +14,9 @@ NAME is one of:
 * a spec field: B's spec has it (``--set load_cost=15.4``);
 * ``spec``: B solves with another spec (``--set spec=cal.yaml``: what a calibrated spec
   does to the schedules);
+* ``estimates``: ``--set estimates=none``: B solves with no estimates at all (the outputs
+  get ``solver.problem.default_sizes``, the inputs read through a boundary condition),
+  A with the run's sizes;
 * a code-generation option (``Schedule.set_codegen``): B compiles A's schedule with it
   (``--set fma=true``, ``--set unroll_threshold=100``, ``--set accumulator_tiles=false``,
   ``--set free_early=false``);
@@ -66,8 +69,9 @@ def _value(text: str):
 
 
 def side_b(spec, items) -> tuple:
-    """(B's spec, its code-generation options, its autotune options) from ``--set``s."""
-    params, fields, codegen, tune = {}, {}, {}, {}
+    """(B's spec, its code-generation options, its autotune options, whether it solves
+    without estimates) from ``--set``s."""
+    params, fields, codegen, tune, no_estimates = {}, {}, {}, {}, False
     cost_names = {f.name for f in dataclasses.fields(CostParams)}
     for item in items:
         name, sep, text = item.partition("=")
@@ -76,6 +80,8 @@ def side_b(spec, items) -> tuple:
         value = _value(text)
         if name == "spec":
             spec = ts.load_spec(str(value))
+        elif name == "estimates" and value in (None, "none"):
+            no_estimates = True
         elif name in cost_names:
             params[name] = value
         elif name in CODEGEN_OPTIONS:
@@ -86,14 +92,14 @@ def side_b(spec, items) -> tuple:
             fields[name] = value
         else:
             raise SystemExit(f"--set {name}: not a cost parameter (docs/cost_params.md), a "
-                             f"spec field, 'spec', a code-generation option "
+                             f"spec field, 'spec', 'estimates=none', a code-generation option "
                              f"({', '.join(sorted(CODEGEN_OPTIONS))}) or an autotune option "
                              f"({', '.join(TUNE_OPTIONS)})")
     if fields:
         spec = spec.replace(**fields)
     if params:
         spec = spec.with_cost_params(**params)
-    return spec, codegen, tune
+    return spec, codegen, tune, no_estimates
 
 
 def _body(schedule) -> str:
@@ -114,7 +120,7 @@ def _outputs(o) -> tuple:
 
 
 def measure(name, method, spec_a, side, size, params, rounds, threads, budget) -> dict:
-    spec_b, codegen, tune = side
+    spec_b, codegen, tune, no_estimates = side
     app = get_app(name)
     sizes = list(app.PAPER_SIZE if size == "paper" else app.SMALL_SIZE if size == "small"
                  else size)
@@ -130,8 +136,8 @@ def measure(name, method, spec_a, side, size, params, rounds, threads, budget) -
     a = _schedule(method, app, pipe, est, spec_a, {}, budget)
     if a is None:
         return {**row, "ratio": None, "note": "no hand schedule"}
-    b = a.copy() if method == "hand" else _schedule(method, app, pipe, est, spec_b, tune,
-                                                    budget)
+    b = a.copy() if method == "hand" else _schedule(
+        method, app, pipe, None if no_estimates else est, spec_b, tune, budget)
     if codegen:
         b = b.copy().set_codegen(**codegen)
     if _body(a) == _body(b):

@@ -432,7 +432,8 @@ def param_estimates(pipeline: Pipeline, estimates) -> dict:
 # dimensions) of 3 channels (every further dimension).  Over the 15 apps, greedy's
 # schedules solved so cost 1.003x (geomean; at most 1.04x, local_laplacian) the model's
 # cost of those solved for the paper sizes, at the paper sizes (1536 x 1536 x 4: 1.012x,
-# unsharp 1.14x; benchmarks/no_estimates.py)
+# unsharp 1.14x; benchmarks/results/README.md; `benchmarks/ab.py --set estimates=none`
+# times them)
 DEFAULT_EXTENT = 2048
 DEFAULT_INNER_EXTENT = 3
 
