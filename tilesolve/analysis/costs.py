@@ -14,7 +14,7 @@ live; they are relative costs, in units of one vectorized ``*`` (a lane of it):
 * constants, variables, params: 0
 
 These are the paper's relative costs, not what the operations take alone.
-Measured on the development machine (``python benchmarks/op_costs.py``:
+Measured on the development machine (the retired ``benchmarks/op_costs.py``:
 independent ops on one core over an image in L2, vectorized by 16), float
 ``min``/``max`` cost 2-4 units (the compare and blend that propagate NaN), ``/`` by
 a constant that is not a power of two 5-8 (by a power of two: nothing beyond the
