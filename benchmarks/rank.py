@@ -18,6 +18,8 @@
     python benchmarks/rank.py pooled RUN_A.json RUN_B.json [...] [--app NAME]
     # the interpreted host plan of stored GPU schedules
     python benchmarks/rank.py host SCHEDULES.json --out OUT
+    # tuning databases (ts.autotune's) as the JSON offline, ceiling and pooled read
+    python benchmarks/rank.py export OUT.json DB.sqlite [DB.sqlite ...]
 
 Candidates (``build``) are autotune's Gatherer on the spec (greedy, beam, the ILP on each
 tile menu, the neighbours of the two best), up to ``--per-app`` spread evenly over the
@@ -25,7 +27,7 @@ predicted costs.  CPU timing: ``--rounds`` rounds, each in a new random order, t
 of two runs timed, into one output buffer as ``ts.autotune`` times.  ``rho model`` is
 against the fastest time over the rounds; ``rho retest`` between the even and the odd
 rounds (the measurement's agreement with itself: the most any model can show).  ``build
---json`` and ``export_tune_db.py`` write the same shape (``tunings``, ``measurements``
+--json`` and ``export`` write the same shape (``tunings``, ``measurements``
 with each ``schedule_json``), which ``offline``, ``ceiling`` and ``pooled`` read.
 
 ``--set NAME=VALUE`` (``offline``, ``ceiling``, ``pooled``) changes a cost parameter
@@ -41,6 +43,7 @@ import argparse
 import json
 import math
 import random
+import re
 import signal
 import statistics
 import sys
@@ -283,12 +286,123 @@ def build(a) -> None:
     (build_gpu if spec.is_gpu else build_cpu)(a, spec)
 
 
+# -- GPU: stored schedules priced again, their interpreted host plan --------------------------
+# A schedule that ran is read back into the groups it ran as: every Func computed at root
+# with ``gpu_tile`` is a group's output, tiled as its ``gpu_tile`` says, with the Funcs
+# computed at it (``compute_at(out, ...)``) as its members.  Producers the solver had put
+# in a group but that lowering sent to root (their per-block buffer has no constant size)
+# are their own groups there.  Each group is priced with ``CostModel.cost`` (its terms
+# summed: ``solver.predict.cost_of_terms``); the schedule's prediction is the sum.
+LINE = re.compile(r"^s\[(\w+)\]\.(.*)$")
+CALL = re.compile(r"\.?(\w+)\(([^()]*)\)")
+
+
+def ran_columns(problem, text: str) -> list:
+    """(Group, Tiling) of each kernel group of the printed GPU schedule ``text``."""
+    from tilesolve.solver.space import Group, Tiling
+    roots, members = {}, {}
+    for ln in text.splitlines():
+        m = LINE.match(ln.strip())
+        if not m or ".update(" in ln:
+            continue
+        name, rest = m.groups()
+        calls = CALL.findall(rest)
+        kinds = [c[0] for c in calls]
+        if "compute_at" in kinds:
+            out = dict(calls)["compute_at"].split(",")[0].strip()
+            members.setdefault(out, set()).add(name)
+        elif "gpu_tile" in kinds:
+            args = [a.strip() for a in dict(calls)["gpu_tile"].split(",")]
+            sizes = [int(a) for a in args if a.isdigit()]
+            names = args[:len(sizes)]
+            roots[name] = dict(zip(names, sizes))
+    out = []
+    for name, tile in roots.items():
+        pure = [v.name for v in problem.func(name).pure.args]
+        region = problem.regions[name]
+        sizes = [tile.get(v) for v in pure]
+        tiled = [i for i, s in enumerate(sizes) if s is not None]
+        wide = [i for i, (lo, hi) in enumerate(region) if hi > lo and i > max(tiled)]
+        if len(tiled) == 1 and wide:            # the menu's one-row tiles: (a, 1)
+            sizes[wide[0]] = 1
+        group = Group(name, frozenset({name} | _closure(members, name)))
+        out.append((group, Tiling(tuple(sizes))))
+    return out
+
+
+def _closure(members: dict, out: str) -> set:
+    got, todo = set(), [out]
+    while todo:
+        for m in members.get(todo.pop(), ()):
+            if m not in got:
+                got.add(m)
+                todo.append(m)
+    return got
+
+
+def reprice(rows: list, spec, columns: bool = False) -> dict:
+    """(app, schedule) -> the current model's prediction of each stored schedule row
+    (``gpu_h100_rank_schedules_*.json``): of the groups it ran as, or with ``columns``
+    of the solver's columns as recorded (what the solver saw)."""
+    from tilesolve.solver.cost import CostModel
+    from tilesolve.solver.predict import cost_of_terms
+    from tilesolve.solver.problem import Problem
+    from tilesolve.solver.space import Group, Tiling
+    out, models = {}, {}
+    for r in rows:
+        app = r["app"]
+        key = (app, tuple(r["inlined"]))
+        if key not in models:
+            mod = APPS[app]
+            pipe, est = mod.build(mod.PAPER_SIZE)
+            models[key] = CostModel(Problem(pipe, spec, est, inlined=frozenset(r["inlined"])))
+        model = models[key]
+        if columns:
+            cols = [(Group(g["output"], frozenset(g["members"])), Tiling(tuple(g["tiling"])))
+                    for g in r["groups"]]
+        else:
+            cols = ran_columns(model.problem, r["schedule_text"])
+        out[(app, r["schedule"])] = sum(cost_of_terms(model.cost(g, t)) for g, t in cols)
+    return out
+
+
+def schedule_of(pipe, text: str):
+    """The cuda Schedule a printed schedule ``text`` describes (its directives run)."""
+    s = ts.Schedule(pipe, target="cuda")
+    ns = {"ts": ts, "s": s}
+    for name, f in pipe.funcs.items():
+        ns[name] = f
+        for d in f.definitions():
+            ns.update({a.name: a for a in d.args if isinstance(a, ts.Var)})
+    exec("\n".join(ln for ln in text.splitlines() if not ln.startswith("#")), ns)  # noqa: S102
+    return s
+
+
+def interpreted_host_ms(rows: list, repeats: int = 10) -> dict:
+    """(app, schedule) -> (host ms of the interpreted host plan on the no-op device, launches)
+    of each stored schedule row at the paper size: what the runtime of the stored
+    measurements spent on the host per realize (``plan.run_plan``, every HostLet evaluated
+    with numpy, unprepared launches, every buffer allocated and freed), on this machine."""
+    from tilesolve.backend import cuda as C
+    out, inputs = {}, {}
+    for r in rows:
+        mod = APPS[r["app"]]
+        pipe, _ = mod.build(mod.PAPER_SIZE)
+        if r["app"] not in inputs:
+            inputs = {r["app"]: mod.make_inputs(mod.PAPER_SIZE)}
+        fast = C.noop_cuda(pipe, schedule_of(pipe, r["schedule_text"]), interpreted=True)
+        t = fast.benchmark(mod.PAPER_SIZE, repeats=repeats, warmup=2, **inputs[r["app"]])
+        out[(r["app"], r["schedule"])] = (t.host_ms, t.launches)
+        print(f"  {r['app']}/{r['schedule']}: {t.launches} launches, {t.host_ms:.3f} ms", flush=True)
+    return out
+
+
+
 def rank(a) -> None:
     """Rho per app of gpu_bench.py run's measurements."""
     rows = _load(a.json)["results"]
     now = None
     if a.schedules:
-        from _gpu_reprice import reprice
         stored = _load(a.schedules)["rows"]
         spec = ts.load_spec(a.spec)
         if a.launch_us is not None:
@@ -335,8 +449,7 @@ def rank(a) -> None:
 
 
 def host(a) -> None:
-    """Time the interpreted host plan of every stored GPU schedule (``_gpu_reprice``)."""
-    from _gpu_reprice import interpreted_host_ms
+    """Time the interpreted host plan of every stored GPU schedule."""
     rows = _load(a.schedules)["rows"]
     if a.apps:
         rows = [r for r in rows if r["app"] in a.apps.split(",")]
@@ -567,6 +680,55 @@ def pooled(a) -> None:
               f"{sum(r['runs'] is not None and r['runs'] >= TARGET for r in rows)}")
 
 
+# -- export: tuning databases to JSON ---------------------------------------------------------
+def export(a) -> None:
+    """The measurements of tuning databases as the JSON ``offline``, ``ceiling`` and
+    ``pooled`` read.  Each tuning's pipeline is named by the app of ``tilesolve.apps``
+    whose build (default parameters, or its ``SMALL_BUILD``) encodes to the same pipeline
+    hash; tunings of other pipelines are skipped (and listed)."""
+    import hashlib
+    import sqlite3
+    from tilesolve.tune.db import pipeline_json
+    known = {}
+    for name, mod in APPS.items():
+        for sizes, params in ((None, {}), (getattr(mod, "SMALL_SIZE", None),
+                                           getattr(mod, "SMALL_BUILD", None) or {})):
+            pipe, _ = mod.build(sizes, **params)
+            known.setdefault(hashlib.sha256(pipeline_json(pipe).encode()).hexdigest(),
+                             (name, params))
+    tunings, rows = [], []
+    for db in a.dbs:
+        c = sqlite3.connect(db)
+        for key, ph, est, spec_name, spec, threads, created in c.execute(
+                "SELECT key, pipeline_hash, estimates_json, spec_name, spec_json, threads, "
+                "created FROM tunings ORDER BY created"):
+            if ph not in known:
+                print(f"skipped tuning {key[:12]}: not a pipeline of tilesolve.apps",
+                      file=sys.stderr)
+                continue
+            app, params = known[ph]
+            tunings.append({"key": key, "app": app, "build_params": params,
+                            "estimates": json.loads(est), "spec_name": spec_name,
+                            "spec": json.loads(spec), "threads": threads, "created": created,
+                            "pipeline_hash": ph})
+            cols = {r[1] for r in c.execute("PRAGMA table_info(measurements)")}
+            note = "note" if "note" in cols else "NULL"      # a version 1 file has none
+            for sh, sj, src, pc, ms, err, at, nt in c.execute(
+                    "SELECT schedule_hash, schedule_json, source, predicted_cost, measured_ms, "
+                    f"error, measured_at, {note} FROM measurements WHERE key = ? "
+                    "ORDER BY measured_at, rowid", (key,)):
+                if pc is not None and pc == float("inf"):
+                    pc = "inf"
+                rows.append({"key": key, "app": app, "build_params": params,
+                             "estimates": json.loads(est), "source": src, "schedule_hash": sh,
+                             "schedule_json": sj, "predicted_cost": pc, "measured_ms": ms,
+                             "error": err, "measured_at": at, "note": nt})
+    Path(a.out).write_text(json.dumps({"description": "", "tunings": tunings,
+                                       "measurements": rows}, indent=1))
+    print(f"{len(tunings)} tunings, {len(rows)} measurements")
+
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -618,9 +780,12 @@ def main(argv=None) -> int:
     h.add_argument("--out", required=True)
     h.add_argument("--apps", default="")
     h.add_argument("--repeats", type=int, default=10)
+    e = sub.add_parser("export", help="tuning databases' measurements as offline's JSON")
+    e.add_argument("out", metavar="OUT.json")
+    e.add_argument("dbs", nargs="+", metavar="DB.sqlite")
     a = p.parse_args(argv)
     {"build": build, "rank": rank, "offline": offline, "ceiling": ceiling, "pooled": pooled,
-     "host": host}[a.cmd](a)
+     "host": host, "export": export}[a.cmd](a)
     return 0
 
 
