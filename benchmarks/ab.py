@@ -33,7 +33,10 @@ A schedule that B leaves the same (or whose loops a lowering option leaves the s
 counts 1 and is not timed.  Otherwise both builds are
 checked close (rtol 1e-4, atol 1e-3: FMA rounds once where strict code rounds twice) and
 timed in interleaved rounds, each build run twice a round and the second run timed
-(``_rounds.fastest``), the fastest kept.  Findings are in ``benchmarks/results/README.md``.
+(``fastest``), the fastest kept; the minor page faults of the timed runs (``getrusage``:
+``--set free_early=false``; run under ``TILESOLVE_HEAP_CACHE_MB=0`` or
+``TILESOLVE_MALLOC_TUNING=0`` for the runtime's heap cache and glibc's own thresholds)
+are printed a run.  Findings are in ``benchmarks/results/README.md``.
 """
 from __future__ import annotations
 
@@ -41,12 +44,13 @@ import argparse
 import dataclasses
 import json
 import math
+import resource
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import yaml
-from _rounds import fastest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -100,6 +104,23 @@ def side_b(spec, items) -> tuple:
     if params:
         spec = spec.with_cost_params(**params)
     return spec, codegen, tune, no_estimates
+
+
+def fastest(runs: dict, rounds: int) -> tuple:
+    """Seconds of the fastest run of each callable of ``runs``, timed in ``rounds``
+    interleaved rounds (each round runs every callable twice and times the second run,
+    so a slow spell of the machine costs every build alike), and each one's minor page
+    faults a timed run."""
+    best, faults = dict.fromkeys(runs, math.inf), dict.fromkeys(runs, 0)
+    for _ in range(rounds):
+        for k, run in runs.items():
+            run()
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            t0 = time.perf_counter()
+            run()
+            best[k] = min(best[k], time.perf_counter() - t0)
+            faults[k] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+    return best, {k: n / rounds for k, n in faults.items()}
 
 
 def _body(schedule) -> str:
@@ -156,9 +177,10 @@ def measure(name, method, spec_a, side, size, params, rounds, threads, budget) -
     runs = {k: (lambda c=c, k=k: c.realize(sizes, **inputs, **(
         {} if isinstance(outs[k], tuple) else {"out": outs[k]})))
         for k, c in builds.items()}
-    best = fastest(runs, rounds)
+    best, faults = fastest(runs, rounds)
     return {**row, "ms_a": best["A"] * 1e3, "ms_b": best["B"] * 1e3,
-            "ratio": best["B"] / best["A"], "same": False}
+            "ratio": best["B"] / best["A"], "same": False,
+            "faults_a": faults["A"], "faults_b": faults["B"]}
 
 
 def main(argv=None) -> int:
@@ -195,7 +217,8 @@ def main(argv=None) -> int:
                 print(f"{name:16s} {method:8s} same schedule", flush=True)
             else:
                 print(f"{name:16s} {method:8s} A {r['ms_a']:9.2f} ms  B {r['ms_b']:9.2f} ms  "
-                      f"B/A {r['ratio']:.3f}", flush=True)
+                      f"B/A {r['ratio']:.3f}  faults a run A {r['faults_a']:.0f} B "
+                      f"{r['faults_b']:.0f}", flush=True)
     ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
     geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else 1.0
     changed = sum(1 for r in rows if r.get("same") is False)

@@ -53,7 +53,7 @@ def test_a_root_chain_frees_each_buffer_once_its_reader_is_produced():
 
 def test_the_codegen_option_leaves_the_pass_out():
     """``set_codegen(free_early=False)``: every buffer lives to the end of its scope
-    (``benchmarks/page_faults.py`` and ``ab.py --set free_early=false`` use it)."""
+    (``benchmarks/ab.py --set free_early=false`` uses it)."""
     pipe, funcs, out = _chain(3)
     s = ts.Schedule(pipe)
     for f in funcs:
