@@ -60,34 +60,12 @@ def method_status(name: str) -> tuple[bool, str]:
     if name not in VALID_METHODS:
         raise ValueError(f"unknown method {name!r}; valid methods: {', '.join(VALID_METHODS)}")
     ok, why = compile_status()
-    if not ok:
-        return False, why
-    if name in ("naive", "hand"):
-        return True, ""
-    if name == "autotune":
-        why = _missing("tilesolve.tune.autotune", "autotune")
-        return (why is None), (f"autotune unavailable: {why}" if why else "")
-    why = _missing("tilesolve.driver", "solve_schedule")
-    if why:
-        return False, f"solver unavailable: {why}"
-    solver = importlib.import_module("tilesolve.solver")
-    listed = getattr(solver, "available_methods", None)
-    if callable(listed):
-        try:
-            names = tuple(listed())
-        except Exception as exc:
-            return False, f"tilesolve.solver.available_methods() failed: {exc}"
-        if name not in names:
-            return False, f"the solver does not offer {name!r} here (it offers: {', '.join(names)})"
-        return True, ""
-    if name == "ilp":
-        why = _missing("ortools.sat.python.cp_model")
-        if why:
-            return False, f"OR-tools CP-SAT unavailable: {why}"
-    if name == "beam":
-        why = _missing("tilesolve.solver.beam")
-        if why:
-            return False, f"beam search unavailable: {why}"
+    if not ok or name in ("naive", "hand", "autotune"):
+        return ok, why
+    from ..solver import available_methods
+    names = available_methods()
+    if name not in names:
+        return False, f"the solver does not offer {name!r} here (it offers: {', '.join(names)})"
     return True, ""
 
 

@@ -88,25 +88,16 @@ class BenchResult:
 # ---------------------------------------------------------------------------
 def app_names() -> list:
     """The names of the apps in ``tilesolve.apps`` (``APPS``)."""
-    import tilesolve.apps as apps
-    listed = getattr(apps, "APPS", None)
-    if listed is None:
-        raise TilesolveError("tilesolve.apps has no APPS list (the app suite is not there yet)")
-    return list(listed.keys() if isinstance(listed, dict) else listed)
+    from ..apps import APPS
+    return list(APPS)
 
 
 def get_app(name: str):
-    """The app module (or object) called ``name``; the error lists the valid names."""
-    import tilesolve.apps as apps
-    names = app_names()
-    if name not in names:
-        raise TilesolveError(f"unknown app {name!r}; valid apps: {', '.join(names)}")
-    getter = getattr(apps, "get_app", None)
-    if getter is not None:
-        return getter(name)
-    listed = apps.APPS
-    return listed[name] if isinstance(listed, dict) else __import__(f"tilesolve.apps.{name}",
-                                                                     fromlist=["build"])
+    """The app module called ``name``; the error lists the valid names."""
+    from ..apps import APPS
+    if name not in APPS:
+        raise TilesolveError(f"unknown app {name!r}; valid apps: {', '.join(APPS)}")
+    return APPS[name]
 
 
 def suite_names(suite: str, opts: BenchOptions) -> list:
