@@ -30,34 +30,22 @@ def _list(text: str) -> list:
     return [s.strip() for s in text.split(",") if s.strip()]
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {v}")
-    return v
+def _number(kind, what: str, ok):
+    """An argparse type: ``kind(text)``, refused unless ``ok`` of it (``what`` says what)."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {v}")
+        return v
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {v}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {v}")
-    return v
+positive_int = _number(int, "a positive integer", lambda v: v >= 1)
+_nonneg_int = _number(int, "a non-negative integer", lambda v: v >= 0)
+_positive_float = _number(float, "a positive number of seconds", lambda v: v > 0)
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
