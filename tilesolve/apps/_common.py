@@ -3,7 +3,6 @@
 Each helper builds plain Exprs from the language's own nodes, so the rest of
 the compiler sees nothing new:
 
-* ``lerp(a, b, w)``: the language's lerp (Halide's float lerp).
 * ``mux(c, values)``: ``values[c]``, the last value when ``c`` is past the end or
   negative, as a chain of ``==`` selects (the language's ``mux`` clamps the index).
 * ``absd(a, b)``: ``|a - b|`` in the operands' own type (the language's ``absd`` gives
@@ -21,12 +20,6 @@ from __future__ import annotations
 from .. import model as M
 from ..model import expr as E
 from ..model import types as T
-from ..model.derived import lerp as lerp_
-
-
-def lerp(a, b, w):
-    """Halide's float ``lerp(a, b, w) = a * (1 - w) + b * w`` (the language's)."""
-    return lerp_(a, b, w)
 
 
 def abs_same_type(e):

@@ -19,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import model as M
-from ._common import lerp, mux, paper_or
+from ..model.derived import lerp
+from ._common import mux, paper_or
 from ._npref import edge_plane, rng
 
 PAPER_SIZE = [1536, 2560]

@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import model as M
-from ._common import abs_same_type, absd, lerp, mux, paper_or, random_float
+from ..model.derived import lerp
+from ._common import abs_same_type, absd, mux, paper_or, random_float
 from ._npref import rng
 from .lens_blur_ref import numpy_reference  # noqa: F401  (re-exported)
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import model as M
-from ._common import lerp, paper_or
+from ..model.derived import lerp
+from ._common import paper_or
 from ._npref import Plane, edge_plane, gather, rng
 
 PAPER_SIZE = [1536, 2560, 3]

@@ -9,7 +9,7 @@ microbenchmarks that have no field of their own.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import yaml
 
