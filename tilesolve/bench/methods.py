@@ -50,11 +50,6 @@ def compile_status() -> tuple[bool, str]:
     return (why is None), (f"CPU backend unavailable: {why}" if why else "")
 
 
-def reference_status() -> tuple[bool, str]:
-    why = _missing("tilesolve.reference", "realize")
-    return (why is None), (f"reference evaluator unavailable: {why}" if why else "")
-
-
 def method_status(name: str) -> tuple[bool, str]:
     """``(available, reason)`` for method ``name``."""
     if name not in VALID_METHODS:
