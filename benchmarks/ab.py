@@ -1,5 +1,6 @@
 """One A/B measurement: each app's schedule solved with the spec as shipped (A) and with
-changes (B), both compiled, checked and timed against each other in one process; prints
+changes (B), both compiled, checked and timed against each other in one process (apps of
+the app suite, the validation suite or the first five random pipelines); prints
 B/A per schedule and the geomean.
 
     python benchmarks/ab.py --set NAME=VALUE [--set NAME=VALUE ...] [--apps blur,matmul]
@@ -55,7 +56,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tilesolve as ts  # noqa: E402
-from tilesolve.apps import APPS, get_app  # noqa: E402
+from tilesolve.apps import APPS, suite  # noqa: E402
 from tilesolve.model.schedule import CODEGEN_OPTIONS  # noqa: E402
 from tilesolve.specs.cost_params import CostParams  # noqa: E402
 from tilesolve.specs.schema import fields_for_kind  # noqa: E402
@@ -142,7 +143,11 @@ def _outputs(o) -> tuple:
 
 def measure(name, method, spec_a, side, size, params, rounds, threads, budget) -> dict:
     spec_b, codegen, tune, no_estimates = side
-    app = get_app(name)
+    known = {**suite("apps"), **suite("validation"), **suite("random")}
+    if name not in known:
+        raise SystemExit(f"--apps {name}: not an app of the app suite, the validation suite "
+                         "or the first five random pipelines")
+    app = known[name]
     sizes = list(app.PAPER_SIZE if size == "paper" else app.SMALL_SIZE if size == "small"
                  else size)
     build = dict(params) if params else dict(

@@ -638,3 +638,37 @@ def test_a_vectorized_loop_wider_than_max_lanes_runs_as_vectors_of_max_lanes():
     a = np.random.default_rng(3).integers(0, 65536, 37).astype(np.uint16)
     np.testing.assert_array_equal(c.realize([37], inp=a),
                                   ts.reference.realize(pipe, [37], inp=a))
+
+
+@pytest.mark.parametrize("taps", [(0, 1), (-1, 0, 1, 2), (0, 2, 3)])
+def test_strided_siblings_share_their_span_load(taps):
+    """Loads of one buffer at ``2x + c`` for several constants ``c`` in one statement
+    (a wavelet's pair, a decimating filter's taps) share the span they read: the taps
+    ``c, c + 1`` one 32-float load for 16 lanes, picked twice, instead of two loads
+    each.  Only inside the siblings' joint span, so the last vector of a row still ends
+    at the input's last element; equal to the reference, checked builds too."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    f = ts.Func("f")
+    lo = -min(taps)
+    f[x, y] = sum(inp[2 * x + c + lo, y] * (c + 2) for c in taps)
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe)
+    s[f].vectorize(x, 16)
+    lowered = lower(pipe, s)
+
+    def vector_loads(**kw):
+        return re.findall(r"load <(\d+) x float>", generate(lowered, **kw).ir_text)
+
+    shared, own = vector_loads(), vector_loads(shared_spans=False)
+    # the steady vector body loads each tap's span alone: two 16-float chunks a tap
+    assert own.count("16") >= 2 * len(taps) and "32" not in own, own
+    assert "32" in shared and len(shared) < len(own), (shared, own)
+    span = max(taps) - min(taps)
+    for checked in (False, True):
+        compiled = ts.compile(pipe, s, cache_dir=False, checked=checked)
+        for width in (16, 17, 31, 53):
+            sizes = [width, 3]
+            src = np.random.default_rng(width).random((3, 2 * width + span), dtype=np.float32)
+            want = ts.reference.realize(pipe, sizes, input=src)
+            np.testing.assert_allclose(compiled.realize(sizes, input=src), want, rtol=1e-6)

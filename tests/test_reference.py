@@ -537,3 +537,21 @@ def _forced(kind):
     if kind == "default":
         return orig
     return lambda f, d, buf, env: ("scalar", orig(f, d, buf, env)[1], [], None)
+
+
+def test_a_region_past_int32_is_refused_by_compiled_code_too():
+    """An unclamped lookup of a Func with large values needs that Func over 3.2e9 points:
+    past int32 coordinates.  The reference refuses; so does compiled code, before it
+    runs (its extents would wrap and it would write far outside its allocation)."""
+    x = ts.Var("x")
+    src, f1, f3 = ts.Func("src"), ts.Func("f1"), ts.Func("f3")
+    src[x] = x * 3 - 4
+    f1[x] = ((src[x] ^ (src[x] << 3)) & 32767 | ((src[x] ^ -1) >> 2)) * 3
+    f3[x] = src[f1[x]]
+    pipe = ts.Pipeline(f3)
+    with pytest.raises(RealizeError, match="src would be computed over .* too large"):
+        ts.reference.realize(pipe, [1])
+    s = ts.Schedule(pipe)
+    s[src].compute_root()
+    with pytest.raises(RealizeError, match="src would be computed over .* too large"):
+        ts.compile(pipe, s, cache_dir=False).realize([1])

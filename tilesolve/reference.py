@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from .analysis.intervals.regions import MAX_POINTS, check_region_sizes
 from .errors import BoundsError, RealizeError
 from .model.evaluate import evaluate, extent_key
 from .model.pipeline import Pipeline
@@ -226,7 +227,6 @@ def param_value(p, v):
     return v
 
 
-MAX_POINTS = 2 ** 31 - 1     # per output: coordinates and flat indices are int32
 
 
 def output_sizes(pipeline: Pipeline, sizes) -> dict[str, list[int]]:
@@ -319,19 +319,6 @@ def check_output_region(name: str, region, sizes, mins=None) -> None:
                 f"{d}: the pipeline (its updates, or Funcs reading {name}) accesses it over "
                 f"[{lo}, {hi}], but its size there is {n} (coordinates {m} to {m + n - 1}); "
                 f"realize a larger {name}, or clamp the coordinates")
-
-
-def check_region_sizes(regions: dict) -> None:
-    """``RealizeError`` for a Func whose region has more than ``MAX_POINTS`` points."""
-    for name, region in regions.items():
-        points = 1
-        for d, (lo, hi) in enumerate(region):
-            points *= max(0, hi - lo + 1)
-            if points > MAX_POINTS:
-                raise RealizeError(
-                    f"realize(): {name} would be computed over {region}, which is too large: "
-                    f"more than 2**31 - 1 = {MAX_POINTS} points by dimension {d} (the sizes "
-                    "asked for are too large)")
 
 
 def check_input_regions(pipeline: Pipeline, images: dict, regions: dict,

@@ -57,15 +57,28 @@ _LOOPS = ("serial", "parallel", "gpu_block", "gpu_thread")
 
 def partition_loops(body: L.Stmt) -> L.Stmt:
     """Partition every innermost serial loop whose loads clamp their index (see above)."""
+    consts = _constant_lets(body)
+
     def fn_stmt(s):
         if not isinstance(s, L.For):
             return None
         if s.kind in ("vectorized", "gpu_block", "gpu_thread"):
             return s            # lanes and GPU code are left alone
         if s.kind == "serial" and _innermost(s):
-            return _partition(s) or s
+            return _partition(s, consts) or s
         return None
     return L.map_stmt(body, fn_stmt)
+
+
+def _constant_lets(body: L.Stmt) -> dict:
+    """Let name -> its constant value, for the names every binding of which is the same
+    constant (an unrolled loop's bounds before simplification: ``c.extent = 2``)."""
+    seen: dict = {}
+    for s in L.walk_stmts(body):
+        if isinstance(s, L.LetStmt):
+            v = s.value if isinstance(s.value, E.Const) else None
+            seen[s.name] = v if seen.get(s.name, v) is v else None
+    return {k: v for k, v in seen.items() if v is not None}
 
 
 def _innermost(loop: L.For) -> bool:
@@ -107,10 +120,11 @@ class _LoadIndex:
         self.e = e
 
 
-def _collect(loop: L.For) -> tuple:
+def _collect(loop: L.For, consts: dict) -> tuple:
     """(site, [the index of every Load in the body and the value of every integer let],
-    [every Expr of the body]), or None when the body binds something the solver cannot see through (a name bound
-    twice, an inner loop of run-time extent)."""
+    [every Expr of the body]), or None when the body binds something the solver cannot
+    see through (a name bound twice, an inner loop of run-time extent).  ``consts``: the
+    constant lets (``_constant_lets``), for an inner loop's bounds."""
     site, indices, exprs = _Site(loop.name), [], []
     for s in L.walk_stmts(loop.body):
         if isinstance(s, L.LetStmt):
@@ -120,9 +134,11 @@ def _collect(loop: L.For) -> tuple:
             if s.value.type.is_int():
                 indices.append(s.value)     # a tail's shift: min(v * f, extent - f)
         elif isinstance(s, L.For):
-            if not (isinstance(s.min, E.Const) and isinstance(s.extent, E.Const)):
+            mn, ext = (consts.get(e.name, e) if isinstance(e, E.Var) else e
+                       for e in (s.min, s.extent))
+            if not (isinstance(mn, E.Const) and isinstance(ext, E.Const)):
                 return None
-            site.ranges[s.name] = Interval(s.min.value, s.min.value + s.extent.value - 1)
+            site.ranges[s.name] = Interval(mn.value, mn.value + ext.value - 1)
             if s.kind == "vectorized":
                 site.lanes.add(s.name)
         for x in L.stmt_exprs(s):
@@ -373,8 +389,8 @@ def _fold(xs, op):
     return out
 
 
-def _partition(loop: L.For):
-    got = _collect(loop)
+def _partition(loop: L.For, consts: dict):
+    got = _collect(loop, consts)
     if got is None:
         return None
     site, indices, exprs = got

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.intervals.regions import check_input
+from ..analysis.intervals.interval import is_num
+from ..analysis.intervals.regions import check_input, check_region_sizes
 from ..analysis.simplify import simplify
 from ..errors import BoundsError, RealizeError
 from ..model import expr as E
@@ -229,6 +230,10 @@ def _analysis_regions(pipeline, out_sizes, images, params, names, unbounded,
     input_sizes = {n: list(reversed(a.shape)) for n, a in images.items()}
     boxes = required_regions(pipeline, sizes, input_sizes=input_sizes, params=params,
                              mins=out_mins)
+    finite = {n: [(iv.lo, iv.hi) for iv in box] for n, box in boxes.items()
+              if all(is_num(iv.lo) and is_num(iv.hi) and np.isfinite(float(iv.lo))
+                     and np.isfinite(float(iv.hi)) for iv in box)}
+    check_region_sizes(finite)     # int32 coordinates: as the reference refuses
     out = {}
     for name in names:
         box = boxes.get(name)

@@ -33,6 +33,7 @@ from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.schedule import Schedule
 from ..model.schedule_io import replay
+from ..model.visit import walk
 from .space import Group
 
 
@@ -48,10 +49,57 @@ def _lanes(problem, name) -> int:
     return problem.spec.vector_lanes(problem.bytes_per_point(name))
 
 
-def _vectorize_inner(problem, h, name, var, extent) -> None:
+def _vectorize_inner(problem, h, name, var, extent) -> bool:
     lanes = _lanes(problem, name)
-    if lanes >= 2 and extent >= lanes:
-        _try(h.vectorize, var, lanes)
+    return lanes >= 2 and extent >= lanes and _try(h.vectorize, var, lanes)
+
+
+def _steering_dims(problem, name, region) -> list:
+    """The pure dimensions of ``name`` past the innermost, each of an extent from 2 to
+    ``unroll_select_extent`` that no run-time value changes (subbands; not the colour
+    channels of an image whose channel count is a run-time size), whose Var steers the
+    definition: it appears in a select's condition or in a callee's index other than as
+    itself (``c % 2``, ``c + 2``, ``c / 2``).  Empty for a Func with updates."""
+    limit = problem.spec.cost_params.unroll_select_extent
+    f = problem.func(name)
+    if limit < 2 or f.updates:
+        return []
+    names = {v.name: d for d, v in enumerate(f.pure.args)}
+    short = {n for n, d in names.items()
+             if d and 2 <= region[d][1] - region[d][0] + 1 <= limit}
+    if short:       # constant: the same in copies of the problem with run-time values moved
+        ext = [{n: r[names[n]][1] - r[names[n]][0] for n in short}
+               for r in (problem.moved(k).regions[name] for k in (2, 3))]
+        short = {n for n in short if ext[0][n] == ext[1][n]
+                 == region[names[n]][1] - region[names[n]][0]}
+    if not short:
+        return []
+    steer = set()
+    value = problem.definitions[name][0].value
+    for e in (n for v in (value if isinstance(value, tuple) else (value,)) for n in walk(v)):
+        if isinstance(e, E.Select):
+            steer |= {v.name for v in walk(e.cond) if isinstance(v, E.Var)}
+        elif isinstance(e, E.Call):
+            steer |= {v.name for a in e.args if not isinstance(a, E.Var)
+                      for v in walk(a) if isinstance(v, E.Var)}
+    return sorted(names[n] for n in short & steer)
+
+
+def _unroll_steering(problem, h, name, region, vectorized: bool) -> None:
+    """Move the steering dimensions of a group member (``_steering_dims``) just outside
+    its vector loop and unroll them, as Adams 2019's schedules unroll a subband or colour
+    dimension: each copy then folds the selects its Var picks, and the copies share the
+    loads they have in common (haar's two columns of one input pair)."""
+    dims = _steering_dims(problem, name, region)
+    if not dims:
+        return
+    args = [v.name for v in problem.func(name).pure.args]
+    first = args[0]
+    order = ([f"{first}_v"] if vectorized else []) + \
+        [args[d] for d in dims] + [a for d, a in enumerate(args) if d not in dims]
+    if _try(h.reorder, *order):
+        for d in dims:
+            _try(h.unroll, args[d])
 
 
 def _schedule_updates(problem, s, name, root: bool, extents=None, skip: int = 0) -> None:
@@ -243,7 +291,8 @@ def _cpu_group(problem, s, group, tiling) -> None:
             hm.compute_at(out, tile_var)
         mf = problem.func(m)
         mreg = problem.regions[m]
-        _vectorize_inner(problem, hm, m, mf.pure.args[0].name, mreg[0][1] - mreg[0][0] + 1)
+        vec = _vectorize_inner(problem, hm, m, mf.pure.args[0].name, mreg[0][1] - mreg[0][0] + 1)
+        _unroll_steering(problem, hm, m, mreg, vec)
         extents = None
         if mf.updates:
             if facts is None:

@@ -65,6 +65,7 @@ class CostParams:
     row_var_by_score: bool = True        # pick the row Var by L1 accesses (else the first)
     # -- solver/schedule_gen.py --------------------------------------------------------
     parallel_root_vectors: bool = True   # a 1-D root update runs parallel over vectors
+    unroll_select_extent: int = 4        # a steering dimension this short is unrolled (1: none)
     # -- solver/inline.py --------------------------------------------------------------
     trivial_ops: int = 4                 # a Func this cheap a point is inlined
     gather_ops: int = 8                  # a data-dependent load, counted in that budget

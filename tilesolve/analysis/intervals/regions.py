@@ -26,9 +26,23 @@ from ...model.visit import children, walk
 from .bounds import INDEX_LIMIT, Bounder, as_interval, type_interval
 from .interval import Box, Interval, is_num
 
-__all__ = ["boxes_required", "required_regions", "func_value_bounds", "INDEX_LIMIT",
-           "rdom_bounds"]
+__all__ = ["boxes_required", "required_regions", "func_value_bounds", "INDEX_LIMIT", "MAX_POINTS",
+           "check_region_sizes", "rdom_bounds"]
 
+MAX_POINTS = 2 ** 31 - 1     # per Func: coordinates and flat indices are int32
+
+
+def check_region_sizes(regions: dict) -> None:
+    """``RealizeError`` for a Func whose region has more than ``MAX_POINTS`` points."""
+    for name, region in regions.items():
+        points = 1
+        for d, (lo, hi) in enumerate(region):
+            points *= max(0, hi - lo + 1)
+            if points > MAX_POINTS:
+                raise RealizeError(
+                    f"realize(): {name} would be computed over {region}, which is too large: "
+                    f"more than 2**31 - 1 = {MAX_POINTS} points by dimension {d} (the sizes "
+                    "asked for are too large)")
 
 
 def boxes_required(expr, scope: dict | None = None, *, func_bounds=None,

@@ -96,7 +96,8 @@ def entry_name(pipeline_name: str) -> str:
 
 def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
              checked: bool = False, profile: bool = False, fma: bool = False,
-             scalar_gathers: bool | None = None, vector_math: bool = True) -> GeneratedModule:
+             scalar_gathers: bool | None = None, vector_math: bool = True,
+             shared_spans: bool = True) -> GeneratedModule:
     """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
     ``checked``: test every load and store against the buffer it accesses; ``profile``:
     time each Func and parallel loop (``profile.py``); ``fma``: float add, subtract
@@ -105,7 +106,9 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
     lane-varying indices is one load a lane (True) or ``llvm.masked.gather`` (False)
     instead of the choice by index (None, see ``codegen_memory._gather``; to compare);
     ``vector_math=False``: float32 vector math functions are LLVM intrinsics and C
-    library calls, one a lane, instead of ``vecmath.py``'s code (to compare the two)."""
+    library calls, one a lane, instead of ``vecmath.py``'s code (to compare the two);
+    ``shared_spans=False``: a strided vector load reads its own span only, not the span
+    of the loads of the same buffer at constant offsets from it (to compare)."""
     module = ir.Module(name=lowered.name)
     if triple:
         module.triple = triple
@@ -120,7 +123,8 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
         layout = plan(lowered, name, host_timer(triple))
         define_ticks(module, layout)
     impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names,
-                      layout, ("contract",) if fma else (), scalar_gathers, vector_math)
+                      layout, ("contract",) if fma else (), scalar_gathers, vector_math,
+                      shared_spans)
     _emit_entry(module, name, impl, bufs, scalars, checked, layout is not None)
     return GeneratedModule(str(module), name, bufs, scalars, tuple(notes), checked,
                            tuple(fault_names or ()), layout)
@@ -145,7 +149,7 @@ def _impl_params(bufs, scalars, checked: bool, profile: bool = False):
 
 def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
                layout=None, fp_flags=(), scalar_gathers: bool | None = None,
-               vector_math: bool = True) -> ir.Function:
+               vector_math: bool = True, shared_spans: bool = True) -> ir.Function:
     checked = fault_names is not None
     params = _impl_params(bufs, scalars, checked, layout is not None)
     fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
@@ -178,6 +182,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
     em.fp_flags = fp_flags
     em.scalar_gathers = scalar_gathers
     em.vector_math = vector_math
+    em.shared_spans = shared_spans
     if checked:
         for a in bufs:
             buffers[a.name] = _argument_range(em, a, buffers[a.name])
@@ -537,6 +542,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             sub.fp_flags = self.fp_flags
             sub.scalar_gathers = self.scalar_gathers
             sub.vector_math = self.vector_math
+            sub.shared_spans = self.shared_spans
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)

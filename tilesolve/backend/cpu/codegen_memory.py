@@ -13,7 +13,10 @@ Guarded (clamped)     a branch on "no lane is clamped": the ramp's access below,
                       else a gather/scatter
 ramp, stride 1        one dense ``load/store <W x T>``, alignment = element size
 ramp, stride -1       a dense access and a lane-reversing shuffle
-ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuffle
+ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuffle;
+                      the span widened to the loads of the same buffer at constant
+                      offsets in the same statement (``_sibling_windows``), so that
+                      ``in[2x]`` and ``in[2x + 1]`` read the same chunks
 Strided (run-time     a scalar load or store per lane, addresses stepped in scalars
 stride)
 anything else         a gather (``llvm.masked.gather``: the target's gather
@@ -89,6 +92,47 @@ def _float_coordinates(index: E.Expr) -> bool:
             found = True
     return found
 
+
+def _offset(index: E.Expr) -> tuple:
+    """``index`` as ``(X, c)``: ``X + c`` with ``c`` a constant (0 when there is none)."""
+    if isinstance(index, E.BinOp) and isinstance(index.b, E.Const) and index.op in ("add", "sub"):
+        c = int(index.b.value)
+        return index.a, (c if index.op == "add" else -c)
+    return index, 0
+
+
+def _sibling_windows(value: E.Expr) -> dict:
+    """For each load of ``value`` at ``buf[X + c]`` that has siblings (loads of the same
+    buffer at ``X + c'``, another constant), ``(c, the sorted offsets of them all)``,
+    keyed by the load's id.  Every load of an Expr is evaluated whenever the Expr is (a
+    select computes both sides), so a load may read anything between the first sibling's
+    first element and the last one's last: the buffer holds everything between."""
+    groups: dict = {}
+    for n in walk(value):
+        if isinstance(n, L.Load):
+            x, c = _offset(n.index)
+            groups.setdefault((n.buffer, id(x)), {}).setdefault(id(n), c)
+    out = {}
+    for loads in groups.values():
+        offsets = tuple(sorted(set(loads.values())))
+        if len(offsets) > 1:
+            out.update({k: (c, offsets) for k, c in loads.items()})
+    return out
+
+
+def _sibling_span(c: int, offsets: tuple, stride: int, lanes: int) -> tuple:
+    """The span ``(first, last)`` (from ``X``) that the ramp of ``lanes`` lanes at ``X + c``
+    with ``stride > 0`` reads with its siblings at ``offsets``: the offsets taken
+    ``stride`` consecutive ones at a time from the lowest, each such run sharing
+    ``stride * lanes`` elements (``in[2x]`` and ``in[2x + 1]``: one 32-float span, two
+    registers for 16 lanes), cut at the last sibling's last element."""
+    g0 = offsets[0]
+    for o in offsets:
+        if o > c:
+            break
+        if o >= g0 + stride:
+            g0 = o
+    return g0, min(g0 + stride * lanes - 1, offsets[-1] + (lanes - 1) * stride)
 
 class MemoryEmitter:
     """Mixin: Load / Store / Allocate."""
@@ -169,7 +213,13 @@ class MemoryEmitter:
             v.add_incoming(v_fast, bb_fast)
             v.add_incoming(v_slow, bb_slow)
         else:
-            v = self._load_lanes(buf, idx, self._per_lane(e.index, idx))
+            window = self.windows.get(id(e))
+            v = None
+            if window is not None and isinstance(idx, Ramp) and self.mask is None \
+                    and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
+                v = self._sibling_load(buf, e, idx, window)
+            if v is None:
+                v = self._load_lanes(buf, idx, self._per_lane(e.index, idx))
         return self._from_mem(v, buf.type)
 
     def _per_lane(self, index: E.Expr, idx) -> bool:
@@ -230,14 +280,20 @@ class MemoryEmitter:
 
     def _span_load(self, buf: Buffer, start, span: int, picks: list):
         """The lanes ``buf[start + p]`` for ``p`` in ``picks`` (each in ``[0, span)``),
-        read with dense loads of a power-of-two width inside ``[start, start + span)``:
-        chunks at ``0, c, 2c, ...``, the last one moved back to end at ``span - 1`` (so
-        nothing outside the span is read), then one shuffle.  A load of an odd width
-        (31 floats for a stride-2 ramp of 16 lanes) is split by LLVM into a load per
-        power of two, and its shuffle into inserts."""
+        read with dense loads of a power-of-two width inside ``[start, start + span)``
+        (``_span_chunks``), then one shuffle."""
+        return self._pick(self._span_chunks(buf, start, span), picks)
+
+    def _span_chunks(self, buf: Buffer, start, span: int) -> tuple:
+        """``(wide, starts, c)``: dense loads of ``c`` elements (the widest power of two
+        within the span) at ``start + s0`` for ``s0`` in ``starts`` (``0, c, 2c, ...``,
+        the last one moved back to end at ``span - 1``, so nothing outside the span is
+        read), concatenated into ``wide``.  A load of an odd width (31 floats for a
+        stride-2 ramp of 16 lanes) is split by LLVM into a load per power of two, and its
+        shuffle into inserts."""
         b = self.b
         align = max(1, buf.type.bytes)
-        c = 1 << (span.bit_length() - 1)        # the widest power of two within the span
+        c = 1 << (span.bit_length() - 1)
         if c == span:
             starts = [0]
         else:
@@ -246,10 +302,6 @@ class MemoryEmitter:
         chunks = [b.load(self._vec_ptr(buf, b.add(start, ir.Constant(start.type, s0))
                                        if s0 else start, c), align=align)
                   for s0 in starts]
-        where = []
-        for p in picks:                         # the first chunk that holds offset p
-            j = next(j for j, s0 in enumerate(starts) if s0 <= p < s0 + c)
-            where.append(j * c + p - starts[j])
         while len(chunks) > 1:                  # concatenate pairwise (padding with undef)
             if len(chunks) % 2:
                 chunks.append(ir.Constant(chunks[0].type, ir.Undefined))
@@ -257,9 +309,36 @@ class MemoryEmitter:
             both = ir.Constant(ir.VectorType(I32, 2 * n), list(range(2 * n)))
             chunks = [b.shuffle_vector(chunks[i], chunks[i + 1], both)
                       for i in range(0, len(chunks), 2)]
-        wide = chunks[0]
-        return b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
-                                ir.Constant(ir.VectorType(I32, len(picks)), where))
+        return chunks[0], starts, c
+
+    def _pick(self, chunks: tuple, picks: list):
+        """The lanes at span offsets ``picks`` of ``_span_chunks``' loads: one shuffle."""
+        wide, starts, c = chunks
+        where = []
+        for p in picks:                         # the first chunk that holds offset p
+            j = next(j for j, s0 in enumerate(starts) if s0 <= p < s0 + c)
+            where.append(j * c + p - starts[j])
+        return self.b.shuffle_vector(wide, ir.Constant(wide.type, ir.Undefined),
+                                     ir.Constant(ir.VectorType(I32, len(picks)), where))
+
+    def _sibling_load(self, buf: Buffer, e, idx: Ramp, window: tuple):
+        """A strided load ``buf[X + c]`` with siblings (``window``: ``c`` and the offsets
+        of them all): the span it shares with them (``_sibling_span``) is loaded once per
+        statement, from ``X``'s own base, and each picks its lanes from it.  None for a
+        negative stride, or where ``X`` is no plain ramp."""
+        x, c = _offset(e.index)
+        xi = self.emit(x, index=True)
+        s = idx.stride
+        if s < 0 or not isinstance(xi, Ramp) or xi.stride != s:
+            return None
+        first, last = _sibling_span(c, window[1], s, self.lanes)
+        key = ("span", e.buffer, id(x), first, last)
+        chunks = self.stmt_cache.get(key)
+        if chunks is None:
+            start = xi.base if not first else \
+                self.b.add(xi.base, ir.Constant(xi.base.type, first))
+            chunks = self.stmt_cache[key] = self._span_chunks(buf, start, last - first + 1)
+        return self._pick(chunks, [c - first + k * s for k in range(self.lanes)])
 
     def _halves_load(self, buf: Buffer, idx: Halves, align: int):
         """The lanes ``q + (k + odd) // 2``: a dense load of the W/2 (+1 when odd)
@@ -337,7 +416,13 @@ class MemoryEmitter:
     # -- stores ------------------------------------------------------------------------
     def emit_store(self, s):
         buf = self.buffer(s.buffer)
-        value = self.emit(s.value)
+        # siblings share a span load (not in checked builds: each load is in its own branch)
+        self.windows = _sibling_windows(s.value) \
+            if self.lanes > 1 and self.shared_spans and self.fault is None else {}
+        try:
+            value = self.emit(s.value)
+        finally:
+            self.windows = {}
         idx = self.emit(s.index, index=True)
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
