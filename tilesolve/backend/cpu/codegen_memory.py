@@ -265,17 +265,26 @@ class MemoryEmitter:
         return self._gather(buf, self.vec(idx), align, per_lane)
 
     def _strided_load(self, buf: Buffer, idx: Strided, align: int):
-        """One scalar load a lane at ``base + k * stride``, the addresses stepped in
-        scalars: each lane reads its own row (cache line), and a gather would first
-        build the vector of addresses."""
+        """One scalar load a lane at ``base + k * stride``: each lane reads its own row
+        (cache line), and a gather would first build the vector of addresses."""
         b = self.b
         vt = ir.VectorType(buf.ptr.type.pointee, idx.lanes)
-        out, at = ir.Constant(vt, ir.Undefined), idx.base
-        for k in range(idx.lanes):
-            if k:
-                at = b.add(at, idx.stride)
-            out = b.insert_element(out, b.load(self._addr(buf, at), align=align),
-                                   ir.Constant(I32, k))
+        out = ir.Constant(vt, ir.Undefined)
+        for k, at in enumerate(self._lane_pointers(buf, idx)):
+            out = b.insert_element(out, b.load(at, align=align), ir.Constant(I32, k))
+        return out
+
+    def _lane_pointers(self, buf: Buffer, idx: Strided) -> list:
+        """The address of each lane of ``idx``: the first lane's, then each the previous
+        one's plus the stride, stepped as 64-bit pointers (one sign extension of the
+        stride, hoisted out of the loop; no 32-bit index a lane to extend)."""
+        b = self.b
+        at = self._addr(buf, idx.base)
+        step = b.sext(idx.stride, I64) if idx.stride.type != I64 else idx.stride
+        out = [at]
+        for _ in range(1, idx.lanes):
+            at = b.gep(at, [step], inbounds=True)
+            out.append(at)
         return out
 
     def _span_load(self, buf: Buffer, start, span: int, picks: list):
@@ -478,15 +487,13 @@ class MemoryEmitter:
         Strided (the indices stepped in scalars)."""
         b = self.b
         align = max(1, buf.type.bytes)
-        at = None
+        lanes = self._lane_pointers(buf, vi) if isinstance(vi, Strided) else None
         for k in range(self.lanes):
             lane = ir.Constant(I32, k)
-            if isinstance(vi, Strided):
-                at = vi.base if k == 0 else b.add(at, vi.stride)
 
             def store():
-                i = at if isinstance(vi, Strided) else b.extract_element(vi, lane)
-                b.store(b.extract_element(v, lane), self._addr(buf, i), align=align)
+                at = lanes[k] if lanes else self._addr(buf, b.extract_element(vi, lane))
+                b.store(b.extract_element(v, lane), at, align=align)
             if self.mask is None:
                 store()
             else:
