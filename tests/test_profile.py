@@ -162,3 +162,9 @@ def test_explain_ir_without_halide_says_why(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "== tilesolve loop IR (blur, naive) ==" in out
     assert "== Halide lowered statement: unavailable ==\nHalide is not available: test" in out
+
+
+def test_explain_takes_the_validation_suite(capsys):
+    assert main(["explain", "haar", "--spec", "xeon-e5-2620v3", "--profile", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "== haar at [64, 48]" in out and "haar_x" in out.split("== profile")[1]

@@ -30,16 +30,22 @@ import sys
 __all__ = ["main_explain", "explain_parser"]
 
 
+def _known_apps() -> dict:
+    """The apps ``explain`` takes: the app suite's and the validation suite's."""
+    from .apps import suite
+    return {**suite("apps"), **suite("validation")}
+
+
 def explain_parser() -> argparse.ArgumentParser:
-    from .apps import list_apps
+    names = list(_known_apps())
     from .bench.methods import ALL_METHODS
     p = argparse.ArgumentParser(
         prog="tilesolve explain",
         description="Solve a schedule for an app and explain it; --ir shows our loop IR "
                     "beside Halide's lowered statement for the same schedule, --profile "
                     "times each Func of the compiled code.")
-    p.add_argument("app", choices=list_apps(), metavar="APP",
-                   help=f"the app ({', '.join(list_apps())})")
+    p.add_argument("app", choices=names, metavar="APP",
+                   help=f"an app of the app suite or the validation suite ({', '.join(names)})")
     p.add_argument("--method", default="greedy", choices=ALL_METHODS,
                    help=f"scheduling method ({', '.join(ALL_METHODS)}; default greedy)")
     p.add_argument("--spec", default="host", help="hardware spec name or YAML path "
@@ -84,11 +90,10 @@ def main_explain(argv, out=None) -> int:
 
 
 def _explain(args, out) -> int:
-    from .apps import get_app
     from .bench.methods import solve
     from .bench.runner import Case
     from .specs import load_spec
-    app = get_app(args.app)
+    app = _known_apps()[args.app]
     if args.size == "small":
         case = Case(app, app.SMALL_SIZE, dict(getattr(app, "SMALL_BUILD", {}) or {}), 0)
     else:
