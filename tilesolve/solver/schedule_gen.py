@@ -10,7 +10,10 @@ CPU
 * an untiled output runs its outermost non-trivial dimension in parallel;
 * the innermost dimension of every member and output is vectorized by the
   spec's vector width (lanes for the Func's type);
-* producers in the group are computed at the fused tile loop of the output;
+* producers in the group are computed at the fused tile loop of the output; a
+  producer's short dimension whose Var picks a select's branch or a callee's plane
+  (subbands, Bayer channels: ``_unroll_steering``) goes just outside its vector loop,
+  unrolled;
 * update stages: their innermost pure dimension is vectorized and, for root
   Funcs, their outermost pure dimension parallelized, where legal.
 GPU
