@@ -59,3 +59,31 @@ def test_a_channel_dimension_sized_at_run_time_is_not_unrolled():
     got = np.asarray(ts.compile(pipe, s).realize([70, 40, 3], input=a))
     want = ts.reference.realize(pipe, [70, 40, 3], input=a)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_a_dimension_whose_copies_share_work_is_unrolled():
+    """bgu's slice computes the grid coordinates of a pixel once for both of its planes
+    (``sliced[x, y, j]``: ``j`` only picks the plane of ``fit`` it reads)."""
+    mod = suite("validation")["bgu"]
+    pipe, est = mod.build(mod.PAPER_SIZE)
+    s = ts.solve_schedule(pipe, PINNED, estimates=est, method="greedy")
+    line = next(ln for ln in str(s).splitlines() if ln.startswith("s[sliced]"))
+    assert ".reorder(x_v, j, x, y).unroll(j)" in line, line
+    off = ts.load_spec(PINNED).with_cost_params(unroll_shared_ops=1000)
+    s2 = ts.solve_schedule(pipe, off, estimates=est, method="greedy")
+    assert ".unroll(j)" not in next(ln for ln in str(s2).splitlines()
+                                    if ln.startswith("s[sliced]"))
+
+
+def test_a_plain_channel_dimension_is_not_unrolled():
+    """``f[x, y, c]`` of ``in[x, y, c]`` alone over two planes that its consumer reads
+    at constants: the same size always, but no select, no shared work: left alone."""
+    x, y, c = ts.Var("x"), ts.Var("y"), ts.Var("c")
+    inp = ts.ImageParam(ts.float32, 3, "input")
+    f, out = ts.Func("f"), ts.Func("out")
+    f[x, y, c] = ts.exp(ts.sqrt(inp[x, y, c] * 2.0 + 1.0))
+    out[x, y] = sum(f[x + i, y + j, (i + j) % 2] for i in range(3) for j in range(3))
+    pipe = ts.Pipeline(out)
+    est = {"out": [1024, 768], "input": [1026, 770, 2]}
+    s = ts.solve_schedule(pipe, PINNED, estimates=est, method="greedy")
+    assert "s[f].compute_at" in str(s) and ".unroll(c)" not in str(s)

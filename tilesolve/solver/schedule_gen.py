@@ -62,7 +62,10 @@ def _steering_dims(problem, name, region) -> list:
     ``unroll_select_extent`` that no run-time value changes (subbands; not the colour
     channels of an image whose channel count is a run-time size), whose Var steers the
     definition: it appears in a select's condition or in a callee's index other than as
-    itself (``c % 2``, ``c + 2``, ``c / 2``).  Empty for a Func with updates."""
+    itself (``c % 2``, ``c + 2``, ``c / 2``), or the definition holds at least
+    ``unroll_shared_ops`` operations that do not depend on it (bgu's slice: the grid
+    coordinates of both output planes), which the unrolled copies compute once.  Empty
+    for a Func with updates."""
     limit = problem.spec.cost_params.unroll_select_extent
     f = problem.func(name)
     if limit < 2 or f.updates:
@@ -85,6 +88,14 @@ def _steering_dims(problem, name, region) -> list:
         elif isinstance(e, E.Call):
             steer |= {v.name for a in e.args if not isinstance(a, E.Var)
                       for v in walk(a) if isinstance(v, E.Var)}
+    ops = (E.BinOp, E.Cast, E.Intrinsic, E.Select, E.Not)
+    nodes = {id(e): e for v in (value if isinstance(value, tuple) else (value,))
+             for e in walk(v) if isinstance(e, ops)}
+    for n in short - steer:          # work that is the same in every copy, computed once
+        free = sum(1 for e in nodes.values()
+                   if not any(isinstance(v, E.Var) and v.name == n for v in walk(e)))
+        if free >= problem.spec.cost_params.unroll_shared_ops:
+            steer.add(n)
     return sorted(names[n] for n in short & steer)
 
 

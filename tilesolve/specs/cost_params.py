@@ -66,6 +66,7 @@ class CostParams:
     # -- solver/schedule_gen.py --------------------------------------------------------
     parallel_root_vectors: bool = True   # a 1-D root update runs parallel over vectors
     unroll_select_extent: int = 4        # a steering dimension this short is unrolled (1: none)
+    unroll_shared_ops: int = 8           # ... or one its copies share this many operations of
     # -- solver/inline.py --------------------------------------------------------------
     trivial_ops: int = 4                 # a Func this cheap a point is inlined
     gather_ops: int = 8                  # a data-dependent load, counted in that budget
