@@ -64,10 +64,16 @@ def partition_loops(body: L.Stmt) -> L.Stmt:
             return None
         if s.kind in ("vectorized", "gpu_block", "gpu_thread"):
             return s            # lanes and GPU code are left alone
-        if s.kind == "serial" and _innermost(s):
+        if s.kind == "serial" and _innermost(s) and not _single(s):
             return _partition(s, consts) or s
         return None
     return L.map_stmt(body, fn_stmt)
+
+
+def _single(loop: L.For) -> bool:
+    """A loop of one iteration (a vector loop's outer part when the split is the vector
+    width): nothing to partition; the loop around it is the one to split."""
+    return isinstance(loop.extent, E.Const) and loop.extent.value == 1
 
 
 def _constant_lets(body: L.Stmt) -> dict:
@@ -82,7 +88,8 @@ def _constant_lets(body: L.Stmt) -> dict:
 
 
 def _innermost(loop: L.For) -> bool:
-    return not any(isinstance(n, L.For) and n.kind in _LOOPS for n in L.walk_stmts(loop.body))
+    return not any(isinstance(n, L.For) and n.kind in _LOOPS and not _single(n)
+                   for n in L.walk_stmts(loop.body))
 
 
 # ---------------------------------------------------------------------------
