@@ -35,6 +35,23 @@ def test_boundary_condition_is_inlined(blur_problem):
     assert blur_problem.regions["blur_x"] == ((0, W - 1), (-1, H))
 
 
+def test_a_load_with_arithmetic_is_not_data_movement():
+    """A Func of one load and arithmetic on the loaded value (a float-to-byte
+    conversion) is no data movement: read by a 3 x 3 stencil it would be converted nine
+    times a point; it is computed once.  The boundary condition, which only moves data,
+    is inlined."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    clamped = ts.boundary.repeat_edge(inp)
+    to_int, out = ts.Func("to_int"), ts.Func("out")
+    to_int[x, y] = ts.cast(ts.uint8, ts.clamp(clamped[x, y] * 0.25 + 0.5, 0.0, 1.0) * 255.0)
+    out[x, y] = sum(ts.cast(ts.uint16, to_int[x + i, y + j]) for i in (-1, 0, 1)
+                    for j in (-1, 0, 1))
+    p = Problem(ts.Pipeline(out), load_spec("xeon-e5-2620v3"),
+                {"out": [1536, 1536], "input": [1536, 1536]})
+    assert p.inlined == frozenset({"input_repeat_edge"})
+
+
 def test_blur_tile_footprint_and_recompute(blur_problem):
     """A 32x32 tile of blur_y with blur_x computed per tile: blur_x needs
     32x34 points (two rows of overlap), the input 34x34 (one column each side

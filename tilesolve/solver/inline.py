@@ -63,6 +63,15 @@ def _variant_ops(e) -> int:
     return sum(node_cost(n) for n in walk(e) if dep(n))
 
 
+def _moves_only(e) -> bool:
+    """Whether ``e`` computes nothing but the indices of its loads (a boundary
+    condition, a crop, a transpose): no arithmetic on the loaded values."""
+    from ..analysis.costs import node_cost
+    calls = [n for n in walk(e) if isinstance(n, E.Call)]
+    inner = sum(_variant_ops(a) for c in calls for a in c.args)
+    return _variant_ops(e) - inner - sum(node_cost(c) for c in calls) <= 0
+
+
 def _kids(n):
     from ..model.visit import children
     return children(n)
@@ -240,7 +249,7 @@ def choose_inlined(pipeline: Pipeline, regions: dict, params) -> frozenset:
             return ops <= params.trivial_ops and (n_calls < 2 or sum(map(len, sites.in_finals(
                 name, inlined).values())) <= params.max_trivial_stencil_sites)
         ok = False
-        if n_calls == 1 and ops <= params.data_movement_ops:
+        if n_calls == 1 and ops <= params.data_movement_ops and _moves_only(f.pure.value):
             ok = True
         elif any(not _injective(call.args) for _, _, call, _ in direct):
             # data-dependent or many-to-one reads: only trivial Funcs, and never LUTs
