@@ -8,6 +8,8 @@ subtrees as the same objects)::
     body     = place_realizations(plan, nests)       # 4: compute/store levels + bounds
     regions  = input_region_exprs(body, ...)         #    inputs' regions (needs Calls)
     body     = flatten_storage(body, ...)            # 5: Calls/Provides -> Loads/Stores
+    body     = partition_loops(body, target)         #    clamp-free steady states (CPU
+                                                     #    loops; GPU: a branch per block)
     body     = simplify_stmt(body)                   # 6
     body     = promote_accumulators(body)            #    CPU: a reduction's register tile local
     check_lanes(body)                                # 3: vector/unroll extents constant
@@ -117,8 +119,7 @@ def _lower(pipeline, schedule, target, check, buffer_mins=False):
     except BoundsError:
         out_reads = ()      # unbounded: the algorithm's regions (checked at realize) say so
     body = flatten_storage(body, buffer_args, buffer_mins)
-    if plan.target == "cpu":
-        body = partition_loops(body)
+    body = partition_loops(body, plan.target)
     # Simplify after flattening, so the index arithmetic folds too.
     body = simplify_stmt(body)
     passes = {} if schedule is None else schedule.codegen     # CPU passes a schedule leaves out

@@ -41,8 +41,33 @@ load's index, or some removed select, varies across the lanes of a vectorized lo
 (a gather or a blend otherwise).  Scalar clamps cost a compare each; the loop is left
 whole.
 
+**GPU blocks** (``partition_loops(body, target="cuda")``).  A ``gpu_block`` loop cannot
+be cut in three (each part would be a kernel of its own), and a block is where a
+condition costs nothing: every thread of it takes the same branch.  So the body of the
+innermost block loop of each kernel is built twice behind one block-uniform condition,
+as Halide partitions GPU loops::
+
+    gpu_block for v: allocate ...; if (steady) body' else body
+
+``body'`` is the steady state of an interior block: the same clamps and selects
+removed as above, and also every guard ``if (c) s`` (a ``guard_with_if`` tail, an RDom
+predicate) that holds for the whole block replaced by ``s``.  The conditions are those
+above, bounded over the block's threads and inner loops (whose bounds may depend on the
+block: a producer's region), and solved for ``v``; those that do not mention ``v`` (the
+outer block loops) stay conditions of the block, and one that cannot be solved is kept
+as it is (``X >= 0``: still a test per block).  A condition that still names a thread or
+an inner loop is not taken (it would not be uniform over the block).  The block's shared
+allocations (constant sizes) move above the ``if``, so both branches use one buffer.
+Two more rewrites of the steady body on a GPU: a load's clamp of a constant coordinate
+(a colour channel of a ``repeat_edge`` input, ``min(c.extent - 1, 2)``) goes under a
+condition of the launch, and a ``min``/``max`` whose two sides move together a constant
+apart (a producer's region, ``min(base - 3, base)``) becomes the side that always wins,
+so the producer's thread loops get constant extents (no ``threadIdx < extent`` test).
+Worth it when some load's clamp, select or guard goes; a clamp in a let (a tail's
+shift) alone does not make a second body.
+
 The pass runs last in lowering, after bounds inference and storage flattening, so
-regions and allocations are those of the unpartitioned program.  CPU only.
+regions and allocations are those of the unpartitioned program.
 """
 from __future__ import annotations
 
@@ -55,8 +80,11 @@ from . import ir as L
 _LOOPS = ("serial", "parallel", "gpu_block", "gpu_thread")
 
 
-def partition_loops(body: L.Stmt) -> L.Stmt:
-    """Partition every innermost serial loop whose loads clamp their index (see above)."""
+def partition_loops(body: L.Stmt, target: str = "cpu") -> L.Stmt:
+    """Partition every innermost serial loop whose loads clamp their index (see above);
+    for ``target="cuda"``, the body of every innermost ``gpu_block`` loop instead."""
+    if target != "cpu":
+        return L.map_stmt(body, _gpu_step)
     consts = _constant_lets(body)
 
     def fn_stmt(s):
@@ -103,9 +131,15 @@ class _Site:
         self.lets: dict[str, E.Expr] = {}
         self.ranges: dict[str, Interval] = {}
         self.lanes: set = set()         # the vectorized loops' variables
+        self.unbounded: set = set()     # inner loops whose range could not be bounded
+        self.outer: set = set()         # GPU: the outer block loops and their lets
 
     def inner_names(self) -> set:
-        return {self.var} | set(self.lets) | set(self.ranges)
+        return {self.var} | set(self.lets) | set(self.ranges) | self.unbounded
+
+    def moving(self) -> set:
+        """The names that vary from one iteration (GPU: one block) to the next."""
+        return self.inner_names() | self.outer
 
     def expand(self, e: E.Expr) -> E.Expr:
         """``e`` with the body's lets substituted (to a fixed point)."""
@@ -127,12 +161,14 @@ class _LoadIndex:
         self.e = e
 
 
-def _collect(loop: L.For, consts: dict) -> tuple:
+def _collect(loop: L.For, consts: dict | None = None, gpu: bool = False) -> tuple:
     """(site, [the index of every Load in the body and the value of every integer let],
-    [every Expr of the body]), or None when the body binds something the solver cannot
-    see through (a name bound twice, an inner loop of run-time extent).  ``consts``: the
-    constant lets (``_constant_lets``), for an inner loop's bounds."""
-    site, indices, exprs = _Site(loop.name), [], []
+    [every Expr of the body], [every guard: an ``if`` without ``else``; ``gpu`` only]), or
+    None when the body binds something the solver cannot see through (a name bound
+    twice; on the CPU an inner loop of run-time extent, which ``gpu`` bounds instead).
+    ``consts``: the constant lets (``_constant_lets``), for an inner loop's bounds."""
+    consts = consts or {}
+    site, indices, exprs, guards = _Site(loop.name), [], [], []
     for s in L.walk_stmts(loop.body):
         if isinstance(s, L.LetStmt):
             if s.name in site.lets:
@@ -143,27 +179,53 @@ def _collect(loop: L.For, consts: dict) -> tuple:
         elif isinstance(s, L.For):
             mn, ext = (consts.get(e.name, e) if isinstance(e, E.Var) else e
                        for e in (s.min, s.extent))
-            if not (isinstance(mn, E.Const) and isinstance(ext, E.Const)):
+            if isinstance(mn, E.Const) and isinstance(ext, E.Const):
+                rng = Interval(mn.value, mn.value + ext.value - 1)
+            elif not gpu:
                 return None
-            site.ranges[s.name] = Interval(mn.value, mn.value + ext.value - 1)
+            else:
+                rng = _bounded_range(site, s)
+            if gpu and s.name in site.inner_names():
+                return None
+            if rng is None:
+                site.unbounded.add(s.name)
+            else:
+                site.ranges[s.name] = rng
             if s.kind == "vectorized":
                 site.lanes.add(s.name)
+        elif gpu and isinstance(s, L.IfThenElse) and s.else_case is None:
+            guards.append(s)
         for x in L.stmt_exprs(s):
             exprs.append(x)
             indices.extend(_LoadIndex(n.index) for n in walk(x) if isinstance(n, L.Load))
-    return site, indices, exprs
+    return site, indices, exprs, guards
+
+
+def _bounded_range(site: _Site, loop: L.For):
+    """The Interval an inner loop of run-time bounds covers, its ends free of the names
+    bound inside the partitioned loop (the loops around it bounded, the lets written
+    out); None when an end cannot be bounded."""
+    scope = dict(site.ranges)
+    lo = bounds_of(simplify(site.expand(loop.min)), scope, symbolic=True).lo
+    hi = bounds_of(simplify(site.expand(loop.min + loop.extent - 1)), scope, symbolic=True).hi
+    for end in (lo, hi):
+        if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+            return None
+        if isinstance(end, E.Expr) and _mentions(end, site.inner_names() - {site.var}):
+            return None
+    return Interval(lo, hi)
 
 
 def _mentions(e: E.Expr, names: set) -> bool:
     return any(isinstance(n, E.Var) and n.name in names for n in walk(e))
 
 
-def _clamps(site: _Site, indices: list, solve) -> dict:
+def _clamps(site: _Site, indices: list, solve, gpu: bool = False) -> dict:
     """{clamp node: (kept operand, [condition X: a no-op where X >= 0], worth)} for every
     clamp that ``solve(X)`` (a pair: its _Range of v and X simplified) places in a range
     moving with v.  Bottom-up: a clamp's operand is taken with the inner clamps already
     removed, which is sound because only the removed ones (those solved) are substituted."""
-    inner = site.inner_names()
+    inner = site.moving()
     order, seen = [], set()
     for ix in indices:
         for n in walk(ix.e if isinstance(ix, _LoadIndex) else ix):
@@ -177,8 +239,24 @@ def _clamps(site: _Site, indices: list, solve) -> dict:
     for n in reversed(order):
         a_var = _mentions(site.expand(n.a), inner)
         b_var = _mentions(site.expand(n.b), inner)
-        if a_var == b_var:
+        fixed = False
+        if gpu and a_var and b_var:
+            # both sides move, a constant apart (a region's ``min(base - 3, base)``):
+            # the same side always wins, which the steady state writes out
+            d = simplify(site.expand(n.a) - site.expand(n.b))
+            if isinstance(d, E.Const) and isinstance(d.value, int):
+                found[n] = (n.a if (d.value <= 0) == (n.op == "min") else n.b,
+                            [E.as_expr(0, n.type)], False)
             continue
+        if a_var == b_var:
+            # on a GPU, a load's clamp of a constant coordinate to the image (a colour
+            # channel, min(c.extent - 1, 2)) goes too, under a condition of the launch
+            if not (gpu and not a_var and id(n) in in_loads):
+                continue
+            a_const = isinstance(simplify(n.a), E.Const)
+            if a_const == isinstance(simplify(n.b), E.Const):
+                continue
+            a_var, fixed = a_const, True
         e, bound = (n.a, n.b) if a_var else (n.b, n.a)
         if any(isinstance(m, L.Load) for m in walk(bound)):
             continue
@@ -190,9 +268,11 @@ def _clamps(site: _Site, indices: list, solve) -> dict:
             continue
         end = E.as_expr(end, e.type)
         sol, cond = solve(end - bound if n.op == "max" else bound - end)
-        if sol is not None and (sol.los or sol.his):
-            # worth a partition: a load's clamp over vector lanes (a gather otherwise)
-            worth = id(n) in in_loads and _mentions(site.expand(e), site.lanes)
+        if sol is not None and (gpu or sol.los or sol.his):
+            # worth a partition: a load's clamp over vector lanes (a gather otherwise);
+            # on a GPU any load's clamp (the block's branch is free)
+            worth = id(n) in in_loads and not fixed and (
+                gpu or _mentions(site.expand(e), site.lanes))
             found[n] = (e, [cond], worth)
     return found
 
@@ -225,10 +305,10 @@ def _always(site: _Site, c: E.Expr, want: bool):
     return [{"lt": -1 - end, "le": 0 - end, "ge": end, "gt": end - 1}[op]]
 
 
-def _selects(site: _Site, exprs: list, solve) -> dict:
+def _selects(site: _Site, exprs: list, solve, gpu: bool = False) -> dict:
     """{select node: (the branch it always takes, [conditions])} for every select whose
     integer condition moves with v and can be placed in a range of v."""
-    inner, found, seen = site.inner_names(), {}, set()
+    inner, found, seen = site.moving(), {}, set()
     for x in exprs:
         for n in walk(x):
             if not isinstance(n, E.Select) or id(n) in seen:
@@ -241,11 +321,28 @@ def _selects(site: _Site, exprs: list, solve) -> dict:
                 if not conds:
                     continue
                 sols = [solve(c) for c in conds]
-                if all(sol is not None for sol, _ in sols) and any(sol.los or sol.his
-                                                                   for sol, _ in sols):
-                    worth = _mentions(site.expand(n.cond), site.lanes)
+                if all(sol is not None for sol, _ in sols) and (gpu or any(
+                        sol.los or sol.his for sol, _ in sols)):
+                    worth = gpu or _mentions(site.expand(n.cond), site.lanes)
                     found[n] = (branch, [c for _, c in sols], worth)
                     break
+    return found
+
+
+def _guards(site: _Site, guards: list, solve) -> dict:
+    """{id of a guard ``if (c) s``: (the guard, [conditions])} for every guard whose
+    integer condition moves with the names bound in the loop and holds wherever the
+    conditions do (the statement-level select: the steady state keeps ``s``)."""
+    inner, found = site.moving(), {}
+    for g in guards:
+        if not _mentions(site.expand(g.cond), inner):
+            continue
+        conds = _always(site, g.cond, True)
+        if not conds:
+            continue
+        sols = [solve(c) for c in conds]
+        if all(sol is not None for sol, _ in sols):
+            found[id(g)] = (g, [c for _, c in sols])
     return found
 
 
@@ -396,11 +493,47 @@ def _fold(xs, op):
     return out
 
 
+def _steady_range(conds: list, v: str, gpu: bool = False):
+    """The _Range of ``v`` where every condition (each ``X >= 0``) holds, or None.  The
+    taps of a stencil give conditions X + c >= 0 that differ only in c: the smallest c
+    implies the others, so that one alone is solved.  ``gpu``: a condition that cannot
+    be solved is kept as it is, a test of the block."""
+    tightest: dict = {}
+    for cond in conds:
+        rest, c = _split_const(cond)
+        if rest not in tightest or c < tightest[rest]:
+            tightest[rest] = c
+    rng = _Range()
+    for rest, c in tightest.items():
+        x = simplify(rest + c)
+        sol = _solve(x, v)
+        if sol is None:
+            if not gpu:
+                return None
+            sol = _Range(guards=[x >= 0])
+        rng = rng & sol
+    return rng
+
+
+def _without_clamps(keep: dict):
+    """``fn_expr`` of the steady state: every clamp of ``keep`` replaced by its operand
+    (a kept branch of a select may hold clamps removed too: substituted again)."""
+    swap = {id(k): val for k, val in keep.items()}
+
+    def fe(e):
+        for _ in range(4):
+            if not _any_of(e, swap):
+                break
+            e = substitute(e, keep)
+        return e
+    return fe
+
+
 def _partition(loop: L.For, consts: dict):
     got = _collect(loop, consts)
     if got is None:
         return None
-    site, indices, exprs = got
+    site, indices, exprs, _ = got
     v = loop.name
 
     def solve(x):
@@ -410,20 +543,9 @@ def _partition(loop: L.For, consts: dict):
     clamps = {**_clamps(site, indices, solve), **_selects(site, exprs, solve)}
     if not any(worth for _, _, worth in clamps.values()):
         return None     # scalar clamps, or only a tail's shift: not worth three copies
-    # The taps of a stencil give conditions X + c >= 0 that differ only in c: the
-    # smallest c implies the others, so solve that one alone.
-    tightest: dict = {}
-    for _, conds, _ in clamps.values():
-        for cond in conds:
-            rest, c = _split_const(cond)
-            if rest not in tightest or c < tightest[rest]:
-                tightest[rest] = c
-    rng = _Range()
-    for rest, c in tightest.items():
-        sol = _solve(simplify(rest + c), v)
-        if sol is None:
-            return None
-        rng = rng & sol
+    rng = _steady_range([c for _, conds, _ in clamps.values() for c in conds], v)
+    if rng is None:
+        return None
     keep = {node: operand for node, (operand, _, _) in clamps.items()}
     lo, end = loop.min, loop.min + loop.extent
     s0 = E.min_(E.max_(lo, _fold(rng.los, E.max_)) if rng.los else lo, end)
@@ -433,15 +555,10 @@ def _partition(loop: L.For, consts: dict):
     s0n, s1n = f"{v}.steady.min", f"{v}.steady.end"
     s0v, s1v = E.Var(s0n), E.Var(s1n)
     steady_var = f"{v}.steady"
-    swap = {id(k): val for k, val in keep.items()}
+    unclamped = _without_clamps(keep)
 
     def fe(e):
-        # a kept branch of a select may hold clamps removed too: substitute again
-        for _ in range(4):
-            if not _any_of(e, swap):
-                break
-            e = substitute(e, keep)
-        return substitute_names(e, {v: E.Var(steady_var)})
+        return substitute_names(unclamped(e), {v: E.Var(steady_var)})
 
     steady = L.map_stmt(loop.body, fn_expr=fe)
     parts = L.Block.make([
@@ -462,3 +579,117 @@ def _split_const(x: E.Expr) -> tuple:
 
 def _any_of(e: E.Expr, ids: dict) -> bool:
     return any(id(n) in ids for n in walk(e))
+
+
+# ---------------------------------------------------------------------------
+# GPU blocks: one kernel, a steady body behind a block-uniform condition
+# ---------------------------------------------------------------------------
+def _gpu_step(s):
+    """``map_stmt`` step of the GPU pass: the outermost block loop of each kernel, whose
+    innermost block loop is partitioned."""
+    if not isinstance(s, L.For):
+        return None
+    if s.kind == "gpu_thread":
+        return s        # a kernel of one block (no block loop): nothing to choose between
+    if s.kind != "gpu_block":
+        return None
+    parent, innermost, outer = {}, None, set()
+    for n in L.walk_stmts(s):
+        for c in L.stmt_children(n):
+            parent[id(c)] = n
+        if isinstance(n, L.For) and n.kind == "gpu_block":
+            innermost = n           # parents first: the last one is the innermost
+    # the block loops and the lets between them (a tile's base): the outer blocks' names
+    n = innermost
+    while n is not s:
+        n = parent[id(n)]
+        if isinstance(n, (L.For, L.LetStmt)):
+            outer.add(n.name)
+    done = _partition_block(innermost, outer - {innermost.name})
+    if done is None:
+        return s
+    return L.map_stmt(s, lambda n: done if n is innermost else None)
+
+
+def _block_allocations(body: L.Stmt):
+    """(the body without its block-level allocations, [those allocations, outermost
+    first]), or (None, None) when one cannot move to the top of the block: a size that
+    depends on something the block computes, or a name allocated twice."""
+    allocs, names, bound, site = [], set(), set(), _Site("")
+    stack = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, L.For):
+            bound.add(n.name)
+        if isinstance(n, L.LetStmt):
+            bound.add(n.name)
+            site.lets.setdefault(n.name, n.value)
+        if isinstance(n, L.For) and n.kind == "gpu_thread":
+            continue        # a thread's own arrays stay where they are
+        if isinstance(n, L.Allocate):
+            if n.name in names:
+                return None, None
+            names.add(n.name)
+            allocs.append(n)
+        stack.extend(reversed(L.stmt_children(n)))
+    # a size is a let of the block (``f.buf.extent.0``) holding a constant: written out
+    moved = []
+    for a in allocs:
+        extents = tuple(simplify(site.expand(x)) for x in a.extents)
+        if any(_mentions(x, bound) for x in extents):
+            return None, None
+        moved.append(L.Allocate(a.name, a.type, extents, a.memory, a.body))
+    ids = {id(a) for a in allocs}
+
+    def fs(s):
+        if id(s) in ids:
+            return L.map_stmt(s.body, fs)
+        return s if isinstance(s, L.For) and s.kind == "gpu_thread" else None
+    return (L.map_stmt(body, fs) if allocs else body), moved
+
+
+def _partition_block(loop: L.For, outer: set):
+    """``gpu_block for v: allocs; if (steady) body' else body``, or None (see the module
+    docstring, "GPU blocks"); ``outer``: the names the outer block loops bind."""
+    body, allocs = _block_allocations(loop.body)
+    if body is None:
+        return None
+    v = loop.name
+    got = _collect(L.For(v, loop.min, loop.extent, loop.kind, body), gpu=True)
+    if got is None:
+        return None
+    site, indices, exprs, guards = got
+    site.outer = outer
+    inner = site.inner_names() - {v}
+
+    def solve(x):
+        x = simplify(site.expand(x))
+        if _mentions(x, inner) or isinstance(x, E.Const) and x.value < 0:
+            return None, x          # not uniform over the block, or never a no-op
+        sol = _solve(x, v)
+        return (_Range(guards=[x >= 0]) if sol is None else sol), x
+
+    clamps = {**_clamps(site, indices, solve, gpu=True),
+              **_selects(site, exprs, solve, gpu=True)}
+    taken = _guards(site, guards, solve)
+    if not taken and not any(worth for _, _, worth in clamps.values()):
+        return None     # at most a tail's shift: not worth a second body
+    conds = [c for _, cs, _ in clamps.values() for c in cs]
+    conds += [c for _, cs in taken.values() for c in cs]
+    rng = _steady_range(conds, v, gpu=True)
+    var = E.Var(v)
+    tests = [var >= lo for lo in rng.los] + [var <= hi for hi in rng.his] + rng.guards
+    cond = simplify(_fold(tests, lambda a, b: a & b)) if tests else E.as_expr(True)
+    if isinstance(cond, E.Const) and not cond.value:
+        return None
+    unclamped = _without_clamps({node: operand for node, (operand, _, _) in clamps.items()})
+
+    def fs(s):
+        if id(s) in taken:
+            return L.map_stmt(s.then_case, fs, unclamped)
+        return None
+    steady = L.map_stmt(body, fs, unclamped)
+    out = steady if isinstance(cond, E.Const) else L.IfThenElse(cond, steady, body, steady=True)
+    for a in reversed(allocs):
+        out = L.Allocate(a.name, a.type, a.extents, a.memory, out)
+    return L.For(v, loop.min, loop.extent, loop.kind, out)

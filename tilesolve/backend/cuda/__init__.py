@@ -78,7 +78,9 @@ def _defaults(pipeline) -> dict:
 
 
 def _fmad(schedule, fmad: bool | None) -> bool:
-    """nvcc's ``--fmad``: ``fmad`` when given, else the schedule's ``fma`` option."""
+    """nvcc's ``--fmad`` and the code generator's ``fast_math`` (a division by a constant
+    as a multiplication by its reciprocal): ``fmad`` when given, else the schedule's
+    ``fma`` option."""
     return bool(schedule.codegen.get("fma", False)) if fmad is None else bool(fmad)
 
 
@@ -87,9 +89,10 @@ def build_cuda(pipeline, schedule, spec=None, fmad: bool | None = None) -> CudaB
     kernels against the spec's limits (``fmad``: contract to FMA; None: the schedule's
     ``set_codegen(fma=...)``, off by default)."""
     spec = _gpu_spec(spec)
-    program = generate(lower_cuda(pipeline, schedule))
+    fast = _fmad(schedule, fmad)
+    program = generate(lower_cuda(pipeline, schedule), fast)
     check_program(program, spec)
-    return build_program(program, spec, _defaults(pipeline), _fmad(schedule, fmad))
+    return build_program(program, spec, _defaults(pipeline), fast)
 
 
 def build_program(program: CudaProgram, spec, defaults: dict | None = None,
@@ -113,7 +116,8 @@ def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None, *,
     """
     from .runtime import CudaPipeline, CudaUnavailableError, availability
     spec = _gpu_spec(spec)
-    program = generate(lower_cuda(pipeline, schedule))
+    fast = _fmad(schedule, fmad)
+    program = generate(lower_cuda(pipeline, schedule), fast)
     check_program(program, spec)
     reason = availability()
     if reason is not None:
@@ -122,7 +126,7 @@ def compile_cuda(pipeline, schedule, spec=None, fmad: bool | None = None, *,
             f"and an NVIDIA GPU, and here {reason}. Without a GPU, "
             "tilesolve.backend.cuda.build_cuda() still generates and compiles the kernels (nvcc) "
             "and emulate_cuda() runs them on the CPU.")
-    build = build_program(program, spec, _defaults(pipeline), _fmad(schedule, fmad))
+    build = build_program(program, spec, _defaults(pipeline), fast)
     return CudaPipeline(build.program, build.cubin, spec, build.defaults, pipeline,
                         interpreted=interpreted)
 
@@ -135,7 +139,7 @@ def noop_cuda(pipeline, schedule, spec=None, *, interpreted: bool = False, drive
     from .drivers import NoopDriver
     from .runtime import CudaPipeline
     spec = _gpu_spec(spec)
-    program = generate(lower_cuda(pipeline, schedule))
+    program = generate(lower_cuda(pipeline, schedule), _fmad(schedule, None))
     check_program(program, spec)
     return CudaPipeline(program, None, spec, _defaults(pipeline), pipeline,
                         driver=driver if driver is not None else NoopDriver(),
@@ -146,5 +150,5 @@ def emulate_cuda(pipeline, schedule, *, count_sectors: bool = False):
     """The pipeline's CUDA kernels run on the CPU (g++ + the shim): ``.realize`` as usual
     (``count_sectors``: each realize leaves a ``sectors.MemoryReport`` in ``last_report``)."""
     from .emulate import EmulatedPipeline
-    program = generate(lower_cuda(pipeline, schedule))
+    program = generate(lower_cuda(pipeline, schedule), _fmad(schedule, None))
     return EmulatedPipeline(program, _defaults(pipeline), pipeline, count_sectors=count_sectors)

@@ -242,11 +242,37 @@ def _log2(e):
     return None
 
 
-class ExprPrinter:
-    """Prints Exprs of the loop IR as C; ``names`` maps IR names to C identifiers."""
+def reciprocal(e: E.Expr, fast_math: bool):
+    """The constant ``1 / e`` that multiplies instead of dividing by the float constant
+    ``e``, or None.  Exact when ``e`` is a power of two whose reciprocal is a normal
+    number (``x / 4 == x * 0.25`` for every ``x``, NaN and infinities included): always
+    taken.  Otherwise ``x * rn(1 / c)`` may differ from ``rn(x / c)`` in the last bit:
+    taken only under ``fast_math`` (the schedule's ``set_codegen(fma=True)``)."""
+    if not (isinstance(e, E.Const) and e.type.is_float() and e.type.bits in (32, 64)):
+        return None
+    ft = np.float32 if e.type.bits == 32 else np.float64
+    c = ft(e.value)
+    if not np.isfinite(c) or c == 0:
+        return None
+    with np.errstate(over="ignore", under="ignore"):
+        r = ft(1) / c
+    if not np.isfinite(r) or r == 0:
+        return None
+    mantissa, _ = math.frexp(float(c))
+    exact = abs(mantissa) == 0.5 and abs(r) >= np.finfo(ft).tiny
+    if exact or fast_math:
+        return E.Const(e.type, float(r))
+    return None
 
-    def __init__(self, names: Namer):
+
+class ExprPrinter:
+    """Prints Exprs of the loop IR as C; ``names`` maps IR names to C identifiers;
+    ``fast_math``: results may differ from IEEE division in the last bit (a division by
+    a constant becomes a multiplication by its rounded reciprocal)."""
+
+    def __init__(self, names: Namer, fast_math: bool = False):
         self.names = names
+        self.fast_math = fast_math
         self.in_index = False
 
     def __call__(self, e: E.Expr) -> str:
@@ -408,6 +434,9 @@ def _c_arith(p, e, a, b):
             return f"ts_h({a} {_ARITH[op]} {b})"
         return f"ts_h(ts_f{op}({a}, {b}))"
     if t.is_float():
+        r = reciprocal(e.b, p.fast_math) if op == "div" else None
+        if r is not None:                    # a multiplication, exact for a power of two
+            return f"({a} * {literal(r)})"
         if op in _ARITH:
             return f"({a} {_ARITH[op]} {b})"
         pre = "ts_f" if t.bits == 32 else "ts_d"

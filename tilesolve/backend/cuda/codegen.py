@@ -1,6 +1,7 @@
 """Loop IR (target "cuda") -> CUDA C kernels + a host launch plan.
 
-    program = generate(lowered)      # a plan.CudaProgram
+    program = generate(lowered)      # a plan.CudaProgram (fast_math=True: the schedule's
+                                     # set_codegen(fma=True), see cexpr.reciprocal)
     print(program.source)            # prelude + one __global__ function per kernel
     print(program.plan_str())        # host side: loops, lets, device allocations, launches
 
@@ -56,9 +57,10 @@ def _check_host_expr(e, where: str):
 
 
 class _HostSplitter:
-    def __init__(self, lp: LoweredPipeline, namer: Namer):
+    def __init__(self, lp: LoweredPipeline, namer: Namer, fast_math: bool = False):
         self.lp = lp
         self.namer = namer
+        self.fast_math = fast_math
         self.kernels = []
         self.texts = []
         self.notes = []
@@ -167,7 +169,8 @@ class _HostSplitter:
         written = [n.buffer for n in walk_stmts(s) if isinstance(n, Store) and n.buffer not in local]
         label = written[0] if written else (funcs[0] if funcs else "kernel")
         name = self.namer.fresh(f"{self.lp.name}_k{len(self.kernels)}_{label}".replace(".", "_"))
-        kb = KernelBuilder(name, s, self.namer, dict(self.scalars), dict(self.buffers), funcs)
+        kb = KernelBuilder(name, s, self.namer, dict(self.scalars), dict(self.buffers), funcs,
+                           self.fast_math)
         kernel, text = kb.build()
         if serial:
             self.notes.append(f"kernel {name}: host code with no GPU loop (producing "
@@ -222,8 +225,10 @@ def _rebuild(step, parts):
     return HostAlloc(step.name, step.type, step.extents, parts[0])
 
 
-def generate(lp: LoweredPipeline) -> CudaProgram:
-    """CUDA C text and the host launch plan for a lowered pipeline."""
+def generate(lp: LoweredPipeline, fast_math: bool = False) -> CudaProgram:
+    """CUDA C text and the host launch plan for a lowered pipeline (``fast_math``: float
+    results may differ from IEEE in the last bit, as the schedule's ``fma`` option
+    allows; see ``cexpr.reciprocal``)."""
     if not isinstance(lp, LoweredPipeline):
         raise LoweringError(f"generate() needs a LoweredPipeline, got {type(lp).__name__}")
     if lp.target not in ("cuda",):
@@ -238,7 +243,7 @@ def generate(lp: LoweredPipeline) -> CudaProgram:
     namer = Namer()
     for a in lp.args:            # argument names first: they keep their plain spelling
         namer(a.name)
-    splitter = _HostSplitter(lp, namer)
+    splitter = _HostSplitter(lp, namer, fast_math)
     plan = _flatten(splitter.split(lp.body))
     header = (f"// tilesolve: CUDA kernels of pipeline {lp.name} "
               f"({len(splitter.kernels)} kernel{'s' if len(splitter.kernels) != 1 else ''})\n")

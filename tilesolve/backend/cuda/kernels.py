@@ -67,8 +67,8 @@ def _facts(root) -> dict:
 class _Printer(ExprPrinter):
     """An ExprPrinter that records the scalar names and buffers it prints."""
 
-    def __init__(self, names, used: set, reads: set, bound: set):
-        super().__init__(names)
+    def __init__(self, names, used: set, reads: set, bound: set, fast_math: bool = False):
+        super().__init__(names, fast_math)
         self.used, self.reads, self.bound = used, reads, bound
 
     def node(self, e, args):
@@ -92,13 +92,39 @@ def _thread_depth(s) -> int:
     return deepest
 
 
+def _let_scopes(root, names: set) -> dict:
+    """{id of each gpu_thread loop and Allocate: {name: the value it is bound to there}}
+    for the let ``names`` (those bound to more than one value in the kernel)."""
+    out: dict = {}
+    if not names:
+        return out
+    env: dict = {}
+    work: list = [root]
+    while work:
+        s = work.pop()
+        if isinstance(s, tuple):             # leaving a let's scope
+            name, old = s
+            if old is None:
+                env.pop(name, None)
+            else:
+                env[name] = old
+            continue
+        if (isinstance(s, For) and s.kind == "gpu_thread") or isinstance(s, Allocate):
+            out[id(s)] = dict(env)
+        if isinstance(s, LetStmt) and s.name in names:
+            work.append((s.name, env.get(s.name)))
+            env[s.name] = s.value
+        work.extend(reversed(stmt_children(s)))
+    return out
+
+
 class KernelBuilder:
     def __init__(self, name: str, root, namer, host_scalars: dict, host_buffers: dict,
-                 funcs: tuple = ()):
+                 funcs: tuple = (), fast_math: bool = False):
         self.name, self.root, self.names = name, root, namer
         self.host_scalars, self.host_buffers, self.funcs = host_scalars, host_buffers, funcs
         self.used, self.reads, self.writes, self.bound_names = set(), set(), set(), set()
-        self.pr = _Printer(namer, self.used, self.reads, self.bound_names)
+        self.pr = _Printer(namer, self.used, self.reads, self.bound_names, fast_math)
         self.lines: list[str] = []
         self.depth = 1
         self.shared_bytes = 0
@@ -109,23 +135,32 @@ class KernelBuilder:
             if isinstance(n, LetStmt):
                 old = self.lets.get(n.name, n.value)
                 self.lets[n.name] = n.value if old is n.value else None   # None: ambiguous
+        # a name bound to different values (the two bodies of a block's steady state):
+        # its value where each thread loop and allocation sits
+        self.scoped = _let_scopes(root, {k for k, v in self.lets.items() if v is None})
 
     # -- host-computable sizes ------------------------------------------------------
-    def _substituted(self, e: E.Expr) -> E.Expr:
-        """``e`` with the kernel's lets substituted until only host values and loop
-        variables remain."""
+    def _lets_at(self, at) -> dict:
+        """The kernel's lets as seen at statement ``at`` (None: the unambiguous ones)."""
+        scoped = self.scoped.get(id(at)) if at is not None else None
+        return {**self.lets, **scoped} if scoped else self.lets
+
+    def _substituted(self, e: E.Expr, at=None) -> E.Expr:
+        """``e`` with the kernel's lets (as seen at statement ``at``) substituted until
+        only host values and loop variables remain."""
+        lets = self._lets_at(at)
         for _ in range(64):
             inner = {n.name for n in walk(e) if isinstance(n, E.Var)
-                     and n.name not in self.host_scalars and self.lets.get(n.name) is not None}
+                     and n.name not in self.host_scalars and lets.get(n.name) is not None}
             if not inner:
                 break
-            e = substitute_names(e, {k: self.lets[k] for k in inner})
+            e = substitute_names(e, {k: lets[k] for k in inner})
         return e
 
-    def host_expr(self, e: E.Expr, what: str, required: bool = True):
+    def host_expr(self, e: E.Expr, what: str, required: bool = True, at=None):
         """``e`` as an Expr of host values only (simplified), computable before the
         launch; None (or a LoweringError if ``required``) when it is not."""
-        e = self._substituted(e)
+        e = self._substituted(e, at)
         for n in walk(e):
             bad = None
             if isinstance(n, Load):
@@ -141,19 +176,19 @@ class KernelBuilder:
                     "size)")
         return _simplify(e)
 
-    def bounded_expr(self, e: E.Expr, what: str) -> E.Expr:
+    def bounded_expr(self, e: E.Expr, what: str, at=None) -> E.Expr:
         """A host Expr equal to ``e`` if there is one, else a constant upper bound of it."""
-        h = self.host_expr(e, what, required=False)
+        h = self.host_expr(e, what, required=False, at=at)
         if h is not None:
             return h
         # the lowering's constant bound (one engine for allocations and launches): first
         # of the fully substituted extent, then with lets substituted one level at a
         # time, so names that cancel (a tile's base) cancel before their Exprs grow
-        ub = const_upper(_simplify(self._substituted(e)))
+        ub = const_upper(_simplify(self._substituted(e, at)))
         if ub is None:
-            ub = ExtentBounder({k: v for k, v in self.lets.items() if v is not None})(e)
+            ub = ExtentBounder({k: v for k, v in self._lets_at(at).items() if v is not None})(e)
         if ub is None:
-            self.host_expr(e, what)          # raises, naming what is unknown
+            self.host_expr(e, what, at=at)   # raises, naming what is unknown
         return E.Const(T.int32, max(ub, 0))
 
     # -- structure ------------------------------------------------------------------
@@ -234,8 +269,14 @@ class KernelBuilder:
                                         "thread loops inside it; CUDA has 3 thread dimensions")
                 self.thread_axis[id(t)] = axis
                 what = f"the extent of gpu_thread loop {t.name}"
-                ext = self.bounded_expr(t.extent, what)
-                exact = self.host_expr(t.extent, what, required=False)
+                ext = self.bounded_expr(t.extent, what, at=t)
+                exact = self.host_expr(t.extent, what, required=False, at=t)
+                if exact is None:
+                    # an extent that depends on the block but is one constant for every
+                    # block (a producer's region in a steady state: its base cancels)
+                    exact = _simplify(self._substituted(t.extent, t))
+                    if not isinstance(exact, E.Const):
+                        exact = None
                 self.thread_ext[id(t)] = t.extent if exact is None else exact
                 if all(x is not ext for x in per_axis[axis]):
                     per_axis[axis].append(ext)
@@ -339,7 +380,7 @@ class KernelBuilder:
         self.bound_names.add(s.name)
         count = 1
         for x in s.extents:
-            x = self.bounded_expr(x, f"the size of allocation {s.name}")
+            x = self.bounded_expr(x, f"the size of allocation {s.name}", at=s)
             if not isinstance(x, E.Const):
                 raise LoweringError(f"kernel {self.name}: allocation {s.name} has a size ({x}) that "
                                     "is not a constant; GPU shared and per-thread arrays need "
@@ -386,7 +427,8 @@ class KernelBuilder:
                     conds.append(f"threadIdx.{AXES[a]} == 0")
                     newly.add(a)
         ext = self.thread_ext[id(s)]
-        if ext is not self.block[axis]:
+        if not (ext is self.block[axis] or isinstance(ext, E.Const) and
+                isinstance(self.block[axis], E.Const) and ext.value == self.block[axis].value):
             conds.append(f"(ts_i32)threadIdx.{AXES[axis]} < {self.pr.index(ext)}")
         self.open(f"if ({' && '.join(conds)}) {{" if conds else "{")
         tid = f"(ts_i32)threadIdx.{AXES[axis]}"

@@ -1,0 +1,208 @@
+"""The GPU steady state (lower/partition.py, "GPU blocks"): a kernel's innermost block
+loop holds two bodies behind one block-uniform condition, the steady one without the
+boundary conditions' clamps and the tails' guards.
+
+* the CUDA text of a repeat_edge blur: the steady branch has no ``ts_imin``/``ts_imax``
+  and no guard of a coordinate against an extent; the other branch keeps its clamps;
+* the steady branch runs for exactly the interior blocks (the blocks whose reads need
+  no clamp), counted on the checking interpreter, which also faults any read outside a
+  buffer;
+* every kernel equals the reference under the CUDA emulation at sizes that are and are
+  not multiples of the tile, and smaller than a tile, for three boundary conditions, an
+  update stage (``guard_with_if`` tails) and the solver's h100 schedules;
+* the CPU lowering is left alone (its partitioned loops are the same).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+
+import numpy as np
+import pytest
+
+import tilesolve as ts
+from tilesolve.backend import cuda as C
+from tilesolve.lower import ir as L
+from tilesolve.lower.interpret import Interpreter, run
+from tilesolve.lower.lower import lower
+
+needs_cxx = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                               reason="no C++ compiler for the CUDA emulation")
+
+TILE = (16, 8)
+SIZES = [(64, 32), (53, 29), (16, 8), (17, 9), (7, 5), (3, 20), (40, 3)]
+
+
+def _blur(boundary):
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    src = boundary(inp)
+    blur_x, blur_y = ts.Func("blur_x"), ts.Func("blur_y")
+    blur_x[x, y] = (src[x - 1, y] + src[x, y] + src[x + 1, y]) / 3
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    return ts.Pipeline(blur_y), blur_x, blur_y, (x, y)
+
+
+def _tiled(boundary):
+    """blur_y in 16 x 8 blocks, blur_x computed per block in shared memory."""
+    pipe, blur_x, blur_y, (x, y) = _blur(boundary)
+    s = ts.Schedule(pipe, target="cuda")
+    xo, yo, xi, yi = ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi")
+    s[blur_y].gpu_tile(x, y, xo, yo, xi, yi, *TILE)
+    s[blur_x].compute_at(blur_y, xo).store_in("shared").gpu_threads(x, y)
+    return pipe, s
+
+
+def _update():
+    """An update stage in blocks: its pure splits guard each point with an ``if``."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    src = ts.boundary.repeat_edge(inp)
+    f = ts.Func("f")
+    f[x, y] = src[x, y]
+    f[x, y] = f[x, y] * 0.5 + src[x + 1, y - 1]
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe, target="cuda")
+    xo, yo, xi, yi = ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi")
+    s[f].gpu_tile(x, y, xo, yo, xi, yi, *TILE)
+    s[f].update(0).gpu_tile(x, y, xo, yo, xi, yi, *TILE)
+    return pipe, s
+
+
+def _kernels(source: str) -> list:
+    return ['extern "C"' + k for k in source.split('extern "C"')[1:]]
+
+
+def _branches(kernel: str):
+    """(steady branch, other branch) of a kernel: the text between the first ``if`` at
+    the kernel's top level and its ``else``, and from there to the closing brace."""
+    lines = kernel.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("  if ("))
+    mid = next(i for i in range(start, len(lines)) if lines[i] == "  } else {")
+    end = next(i for i in range(mid + 1, len(lines)) if lines[i] == "  }")
+    return "\n".join(lines[start + 1:mid]), "\n".join(lines[mid + 1:end])
+
+
+_CLAMP = re.compile(r"ts_im(in|ax)<")
+_GUARD = re.compile(r"if \(\(\w+ < \w+\)\)")     # a coordinate tested against an extent
+
+
+def test_the_steady_branch_of_a_repeat_edge_blur_has_no_clamp_and_no_guard():
+    pipe, s = _tiled(ts.boundary.repeat_edge)
+    source = C.generate(C.lower_cuda(pipe, s)).source
+    kernels = _kernels(source)
+    assert len(kernels) == 2       # images at least a tile large, and smaller ones
+    for k in kernels:
+        steady, other = _branches(k)
+        assert "input[" in steady and "blur_y[" in steady
+        assert not _CLAMP.search(steady), steady
+        assert not _GUARD.search(steady), steady
+        assert len(_CLAMP.findall(other)) >= 4      # x and y, at both ends
+    # the small images' kernel guards its points outside the steady branch
+    assert _GUARD.search(_branches(kernels[1])[1])
+    # the shared buffer is declared once, above the branch
+    assert kernels[0].count("__shared__ float blur_x[") == 1
+
+
+def test_the_steady_branch_of_an_update_drops_its_guards():
+    pipe, s = _update()
+    source = C.generate(C.lower_cuda(pipe, s)).source
+    update = next(k for k in _kernels(source) if "f_s1" in k)
+    steady, other = _branches(update)
+    assert not _GUARD.search(steady) and not _CLAMP.search(steady), steady
+    assert len(_GUARD.findall(other)) == 2 and _CLAMP.search(other)
+
+
+def _steady_blocks(lowered, sizes, inputs, monkeypatch) -> tuple:
+    """(blocks that took a steady branch, blocks that did not), run on the checking
+    interpreter (which faults a read outside any buffer)."""
+    counts = [0, 0]
+    run_stmt = Interpreter.exec
+
+    def exec_(self, s, env):
+        if isinstance(s, L.IfThenElse) and s.steady:
+            counts[0 if bool(self.ev(s.cond, env)) else 1] += 1
+        return run_stmt(self, s, env)
+    monkeypatch.setattr(Interpreter, "exec", exec_)
+    out = run(lowered, sizes, **inputs)
+    return counts, out
+
+
+@pytest.mark.parametrize("w,h", [(64, 32), (53, 29), (80, 8)])
+def test_the_steady_branch_runs_for_exactly_the_interior_blocks(w, h, monkeypatch):
+    """Block (i, j) reads columns 16 i - 1 .. 16 i + 16 and rows 8 j - 2 .. 8 j + 9 of
+    the input (the last block of a row shifted back to end at the image's edge): it
+    needs no clamp when those lie inside the image."""
+    pipe, s = _tiled(ts.boundary.repeat_edge)
+    lowered = lower(pipe, s)
+    a = np.random.default_rng(1).random((h, w), dtype=np.float32)
+    (steady, other), out = _steady_blocks(lowered, [w, h], {"input": a}, monkeypatch)
+    np.testing.assert_allclose(out, ts.reference.realize(pipe, [w, h], input=a), rtol=1e-6)
+
+    def interior(n, tile, halo):
+        bases = [min(i * tile, n - tile) for i in range(-(-n // tile))]
+        return sum(1 for b in bases if b - halo >= 0 and b + tile - 1 + halo <= n - 1)
+    want = interior(w, TILE[0], 1) * interior(h, TILE[1], 2)
+    blocks = -(-w // TILE[0]) * -(-h // TILE[1])
+    assert (steady, steady + other) == (want, blocks)
+
+
+@needs_cxx
+@pytest.mark.parametrize("boundary", [ts.boundary.repeat_edge, ts.boundary.constant_exterior,
+                                      ts.boundary.mirror_interior])
+def test_steady_kernels_equal_the_reference_at_every_size(boundary):
+    pipe, s = _tiled(boundary)
+    emu = C.emulate_cuda(pipe, s)
+    rng = np.random.default_rng(2)
+    for w, h in SIZES:
+        a = rng.random((h, w), dtype=np.float32)
+        want = ts.reference.realize(pipe, [w, h], input=a)
+        np.testing.assert_allclose(emu.realize([w, h], input=a), want, rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{w} x {h}")
+
+
+@needs_cxx
+def test_an_update_in_blocks_equals_the_reference_at_every_size():
+    pipe, s = _update()
+    emu = C.emulate_cuda(pipe, s)
+    rng = np.random.default_rng(3)
+    for w, h in SIZES:
+        a = rng.random((h, w), dtype=np.float32)
+        want = ts.reference.realize(pipe, [w, h], input=a)
+        np.testing.assert_allclose(emu.realize([w, h], input=a), want, rtol=1e-6, atol=1e-7,
+                                   err_msg=f"{w} x {h}")
+
+
+@needs_cxx
+@pytest.mark.parametrize("spec", ["h100", "a100"])
+def test_the_solvers_schedule_has_a_steady_branch_and_equals_the_reference(spec):
+    pipe, _, _, _ = _blur(ts.boundary.repeat_edge)
+    s = ts.solve_schedule(pipe, spec, estimates={"blur_y": [256, 128], "input": [256, 128]},
+                          method="greedy")
+    source = C.generate(C.lower_cuda(pipe, s)).source
+    steady, _ = _branches(_kernels(source)[0])
+    assert "input[" in steady and not _CLAMP.search(steady)
+    emu = C.emulate_cuda(pipe, s)
+    rng = np.random.default_rng(4)
+    for w, h in [(96, 40), (45, 37), (5, 3)]:
+        a = rng.random((h, w), dtype=np.float32)
+        want = ts.reference.realize(pipe, [w, h], input=a)
+        np.testing.assert_allclose(emu.realize([w, h], input=a), want, rtol=1e-6, atol=1e-7)
+
+
+def test_a_kernel_with_nothing_to_remove_keeps_one_body():
+    """No boundary condition and tiles shifted inside the image: nothing to specialize."""
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    f = ts.Func("f")
+    f[x, y] = inp[x, y] * 2
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe, target="cuda")
+    xo, yo, xi, yi = ts.Var("xo"), ts.Var("yo"), ts.Var("xi"), ts.Var("yi")
+    s[f].gpu_tile(x, y, xo, yo, xi, yi, *TILE)
+    lowered = lower(pipe, s)
+    shifted = lowered.body
+    while not (isinstance(shifted, L.IfThenElse) and not shifted.steady):
+        shifted = L.stmt_children(shifted)[0]
+    assert not any(isinstance(n, L.IfThenElse) and n.steady
+                   for n in L.walk_stmts(shifted.then_case))
