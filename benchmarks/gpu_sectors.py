@@ -39,8 +39,6 @@ def measure(name: str, spec: str, method: str | None, solve_size: str) -> dict:
     t0 = time.perf_counter()
     sched = ts.solve_schedule(pipe, spec, estimates=est, **kw)
     solve_s = time.perf_counter() - t0
-    if solve_size == "paper":
-        pipe, _ = app.build(app.SMALL_SIZE)
     inputs = app.make_inputs(app.SMALL_SIZE)
     t0 = time.perf_counter()
     _, rep = EM.run(pipe, sched, app.SMALL_SIZE, inputs, count_sectors=True)
