@@ -55,7 +55,6 @@ from .space import Cost, GpuCost, Group, Tiling
 DEFAULTS = {"warp_schedulers_per_sm": 4, "l1_bytes_per_cycle": 128.0,
             "dram_latency_cycles": 600.0, "block_overhead_cycles": 300.0,
             "barrier_cycles": 40.0}
-L2_OVER_DRAM = 2.0              # l2_bandwidth_gbs left out: this many times the DRAM's
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ class GpuMachine:
         def field(name):
             v = getattr(spec, name)
             return DEFAULTS[name] if v is None else v
-        l2 = spec.l2_bandwidth_gbs or L2_OVER_DRAM * spec.memory_bandwidth_gbs
+        l2 = spec.l2_bandwidth_gbs or spec.cost_params.l2_over_dram * spec.memory_bandwidth_gbs
         return GpuMachine(spec.sm_count, spec.clock_ghz * 1e9, spec.memory_bandwidth_gbs * 1e9,
                           l2 * 1e9, field("warp_schedulers_per_sm"), field("l1_bytes_per_cycle"),
                           field("dram_latency_cycles"), field("block_overhead_cycles"),
@@ -313,7 +312,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
 
 def _update_launches(model, group, dims) -> list:
     """The kernels of the group output's update stages: each at root over its pure
-    dimensions among the tiled ones (``dims``), in blocks of 16 x 8 threads over two of
+    dimensions among the tiled ones (``dims``), in blocks of ``update_block`` threads over two of
     them or a warp over one (``schedule_gen._gpu_updates``), its other pure dimensions
     on blocks, its RDom a loop in each thread."""
     p, spec = model.problem, model.spec
@@ -326,7 +325,7 @@ def _update_launches(model, group, dims) -> list:
     for j, u in enumerate(p.stage_info[o][1], start=1):
         mine = [d for d in dims if d is not None and d in u.pure_dims]
         if len(mine) >= 2:
-            tile = {mine[0]: 16, mine[1]: 8}
+            tile = dict(zip(mine[:2], cp.update_block))
         elif mine:
             tile = {mine[0]: spec.warp_size}
         else:

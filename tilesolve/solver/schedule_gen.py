@@ -447,7 +447,8 @@ def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False, serial=N
             continue
         if len(mine) >= 2 and tile is None:
             a, b = mine[:2]
-            done = _try(h.gpu_tile, a, b, f"{a}o", f"{b}o", f"{a}i", f"{b}i", 16, 8)
+            done = _try(h.gpu_tile, a, b, f"{a}o", f"{b}o", f"{a}i", f"{b}i",
+                        *problem.spec.cost_params.update_block)
         else:
             done = _try(h.gpu_tile, mine[0], f"{mine[0]}o", f"{mine[0]}i",
                         tile or problem.spec.warp_size)

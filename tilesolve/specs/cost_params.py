@@ -103,6 +103,8 @@ class CostParams:
     base_align: int = 256                # a probed warp's first point: a multiple of this
     # -- solver/schedule_gen.py (GPU) --------------------------------------------------
     root_block_rows: int = 8             # warps (rows) of a block of a producer at root
+    update_block: tuple = (16, 8)        # threads of an update kernel's block over two dims
+    l2_over_dram: float = 2.0            # L2 bandwidth over DRAM's where the spec gives none
 
 
 # parameters only the GPU model reads (a cpu spec takes none of them)
@@ -111,7 +113,7 @@ GPU_ONLY = frozenset({
     "loop_instructions", "update_unroll", "unrolled_point_instructions",
     "serial_point_registers", "gpu_inner", "gpu_outer", "gpu_serial", "gpu_serial_rows",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
-    "root_block_rows"})
+    "root_block_rows", "update_block", "l2_over_dram"})
 # parameters a GPU spec's model reads (the others are the CPU model's)
 GPU_PARAMS = frozenset({"cached_load_ops"}) | GPU_ONLY
 
