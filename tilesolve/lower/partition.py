@@ -56,7 +56,10 @@ above, bounded over the block's threads and inner loops (whose bounds may depend
 block: a producer's region), and solved for ``v``; those that do not mention ``v`` (the
 outer block loops) stay conditions of the block, and one that cannot be solved is kept
 as it is (``X >= 0``: still a test per block).  A condition that still names a thread or
-an inner loop is not taken (it would not be uniform over the block).  The block's shared
+an inner loop is not taken (it would not be uniform over the block).  Guards and selects
+are read with the steady values of the clamps dropped with them (they hold together): a
+producer's extent and its threads' ranges as in an interior block, so a guard that fails
+inside every block stays.  The block's shared
 allocations (constant sizes) move above the ``if``, so both branches use one buffer.
 Two more rewrites of the steady body on a GPU: a load's clamp of a constant coordinate
 (a colour channel of a ``repeat_edge`` input, ``min(c.extent - 1, 2)``) goes under a
