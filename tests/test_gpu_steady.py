@@ -53,6 +53,19 @@ def _tiled(boundary):
     return pipe, s
 
 
+def _serial(boundary):
+    """blur_y in 64 x 16 blocks, each thread 4 rows (unrolled); blur_x's 18 rows a block
+    over 5 rows of threads, the last 2 of its 20 guarded in every block."""
+    pipe, blur_x, blur_y, (x, y) = _blur(boundary)
+    s = ts.Schedule(pipe, target="cuda")
+    xo, yo, xi, yi, yt, ys = (ts.Var(n) for n in ("xo", "yo", "xi", "yi", "yt", "ys"))
+    s[blur_y].split(x, xo, xi, 64).split(y, yo, yi, 16).split(yi, yt, ys, 4) \
+        .reorder(ys, xi, yt, xo, yo).gpu_blocks(xo, yo).gpu_threads(xi, yt).unroll(ys)
+    s[blur_x].compute_at(blur_y, xo).store_in("shared") \
+        .split(y, y, ys, 4, tail="guard_with_if").reorder(ys, x, y).gpu_threads(x, y)
+    return pipe, s
+
+
 def _update():
     """An update stage in blocks: its pure splits guard each point with an ``if``."""
     x, y = ts.Var("x"), ts.Var("y")
@@ -147,11 +160,28 @@ def test_the_steady_branch_runs_for_exactly_the_interior_blocks(w, h, monkeypatc
     assert (steady, steady + other) == (want, blocks)
 
 
+def test_a_guard_that_fails_inside_every_block_stays_in_the_steady_state(monkeypatch):
+    """The guard of blur_x's rows past its 18 holds in no block: the steady state keeps it
+    (read with the steady extents, 18 rows over 5 x 4), and still runs in the interior."""
+    pipe, s = _serial(ts.boundary.repeat_edge)
+    source = C.generate(C.lower_cuda(pipe, s)).source
+    for k in _kernels(source):       # images at least a tile large, and smaller ones
+        steady, other = _branches(k)
+        assert not _CLAMP.search(steady), steady
+        assert re.search(r"if \(\(blur_x_s0_y < ", steady), steady
+    w, h = 256, 64
+    a = np.random.default_rng(5).random((h, w), dtype=np.float32)
+    (n_steady, n_other), out = _steady_blocks(lower(pipe, s), [w, h], {"input": a}, monkeypatch)
+    np.testing.assert_allclose(out, ts.reference.realize(pipe, [w, h], input=a), rtol=1e-6)
+    assert (n_steady, n_steady + n_other) == (2 * 2, 4 * 4)
+
+
 @needs_cxx
 @pytest.mark.parametrize("boundary", [ts.boundary.repeat_edge, ts.boundary.constant_exterior,
                                       ts.boundary.mirror_interior])
-def test_steady_kernels_equal_the_reference_at_every_size(boundary):
-    pipe, s = _tiled(boundary)
+@pytest.mark.parametrize("form", [_tiled, _serial])
+def test_steady_kernels_equal_the_reference_at_every_size(boundary, form):
+    pipe, s = form(boundary)
     emu = C.emulate_cuda(pipe, s)
     rng = np.random.default_rng(2)
     for w, h in SIZES:

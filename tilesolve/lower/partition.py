@@ -56,7 +56,10 @@ above, bounded over the block's threads and inner loops (whose bounds may depend
 block: a producer's region), and solved for ``v``; those that do not mention ``v`` (the
 outer block loops) stay conditions of the block, and one that cannot be solved is kept
 as it is (``X >= 0``: still a test per block).  A condition that still names a thread or
-an inner loop is not taken (it would not be uniform over the block).  The block's shared
+an inner loop is not taken (it would not be uniform over the block).  Guards and selects
+are read with the steady values of the clamps dropped with them (they hold together): a
+producer's extent and its threads' ranges as in an interior block, so a guard that fails
+inside every block stays.  The block's shared
 allocations (constant sizes) move above the ``if``, so both branches use one buffer.
 Two more rewrites of the steady body on a GPU: a load's clamp of a constant coordinate
 (a colour channel of a ``repeat_edge`` input, ``min(c.extent - 1, 2)``) goes under a
@@ -136,6 +139,20 @@ class _Site:
 
     def inner_names(self) -> set:
         return {self.var} | set(self.lets) | set(self.ranges) | self.unbounded
+
+    def without(self, removed: dict) -> "_Site":
+        """This site with the clamps ``removed`` dropped from its lets and inner loops'
+        ranges: what the steady state's values are (GPU)."""
+        if not removed:
+            return self
+        fe = _without_clamps(removed)
+        out = _Site(self.var)
+        out.lets = {k: fe(v) for k, v in self.lets.items()}
+        out.ranges = {k: Interval(*(fe(x) if isinstance(x, E.Expr) else x
+                                    for x in (iv.lo, iv.hi)))
+                      for k, iv in self.ranges.items()}
+        out.lanes, out.unbounded, out.outer = self.lanes, self.unbounded, self.outer
+        return out
 
     def moving(self) -> set:
         """The names that vary from one iteration (GPU: one block) to the next."""
@@ -305,10 +322,13 @@ def _always(site: _Site, c: E.Expr, want: bool):
     return [{"lt": -1 - end, "le": 0 - end, "ge": end, "gt": end - 1}[op]]
 
 
-def _selects(site: _Site, exprs: list, solve, gpu: bool = False) -> dict:
+def _selects(site: _Site, exprs: list, solve, gpu: bool = False, removed=None) -> dict:
     """{select node: (the branch it always takes, [conditions])} for every select whose
-    integer condition moves with v and can be placed in a range of v."""
+    integer condition moves with v and can be placed in a range of v.  ``removed``
+    (GPU): the clamps the steady state drops, which its conditions are read without
+    (they hold together, so a region's extent is the steady one)."""
     inner, found, seen = site.moving(), {}, set()
+    steady = site.without(removed)
     for x in exprs:
         for n in walk(x):
             if not isinstance(n, E.Select) or id(n) in seen:
@@ -317,7 +337,7 @@ def _selects(site: _Site, exprs: list, solve, gpu: bool = False) -> dict:
             if not _mentions(site.expand(n.cond), inner):
                 continue
             for want, branch in ((False, n.false_value), (True, n.true_value)):
-                conds = _always(site, n.cond, want)
+                conds = _always(steady, n.cond, want)
                 if not conds:
                     continue
                 sols = [solve(c) for c in conds]
@@ -329,15 +349,17 @@ def _selects(site: _Site, exprs: list, solve, gpu: bool = False) -> dict:
     return found
 
 
-def _guards(site: _Site, guards: list, solve) -> dict:
+def _guards(site: _Site, guards: list, solve, removed: dict) -> dict:
     """{id of a guard ``if (c) s``: (the guard, [conditions])} for every guard whose
     integer condition moves with the names bound in the loop and holds wherever the
-    conditions do (the statement-level select: the steady state keeps ``s``)."""
+    conditions do (the statement-level select: the steady state keeps ``s``); read, as
+    ``_selects`` reads its conditions, without the clamps ``removed``."""
     inner, found = site.moving(), {}
+    steady = site.without(removed)
     for g in guards:
         if not _mentions(site.expand(g.cond), inner):
             continue
-        conds = _always(site, g.cond, True)
+        conds = _always(steady, g.cond, True)
         if not conds:
             continue
         sols = [solve(c) for c in conds]
@@ -669,9 +691,10 @@ def _partition_block(loop: L.For, outer: set):
         sol = _solve(x, v)
         return (_Range(guards=[x >= 0]) if sol is None else sol), x
 
-    clamps = {**_clamps(site, indices, solve, gpu=True),
-              **_selects(site, exprs, solve, gpu=True)}
-    taken = _guards(site, guards, solve)
+    clamps = _clamps(site, indices, solve, gpu=True)
+    removed = {node: operand for node, (operand, _, _) in clamps.items()}
+    clamps.update(_selects(site, exprs, solve, gpu=True, removed=removed))
+    taken = _guards(site, guards, solve, removed)
     if not taken and not any(worth for _, _, worth in clamps.values()):
         return None     # at most a tail's shift: not worth a second body
     conds = [c for _, cs, _ in clamps.values() for c in cs]

@@ -197,9 +197,10 @@ class Schedule:
           to 10000; absent: LLVM's own, 300).  The autotuner tries other values.
         * ``fma``: True lets the code generator fuse a float multiply and the add or
           subtract that uses it into one fused multiply-add (LLVM's ``contract``
-          flag on the CPU, nvcc's ``--fmad=true`` on CUDA).  The result is rounded
-          once instead of twice, so it differs from the reference (numpy) in the last
-          bits; absent or False: IEEE float as numpy computes it, the default.
+          flag on the CPU, nvcc's ``--fmad=true`` on CUDA; the CUDA code also divides by
+          a constant as a multiplication by its rounded reciprocal).  The result is
+          rounded once instead of twice, so it differs from the reference (numpy) in the
+          last bits; absent or False: IEEE float as numpy computes it, the default.
         * ``accumulator_tiles``: False leaves out lowering's accumulator tiles
           (``lower/accumulate.py``: a reduction's register tile kept in a local); absent
           or True: the CPU lowering makes them.

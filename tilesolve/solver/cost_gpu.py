@@ -32,6 +32,12 @@ live takes ``serial_point_registers`` more registers per thread (occupancy).  Th
 block's shared memory holds its whole tile, as for any tiling.  These weights and the
 model's others are fields of the spec's ``cost_params`` (``specs/cost_params.py``).
 
+A kernel's interior blocks run its steady state (``lower/partition.py``): the clamps of
+the coordinates its members read (``repeat_edge``'s ``min``/``max``) and the selects of
+``constant_exterior`` are gone there, and the instructions of a point count them only
+in the blocks at the image's borders (the first and last along each tiled dimension:
+``steady_fraction``).
+
 The kernel's time goes to the term of the bound that decides it (``arith``: issue,
 ``loads``/``stores``: a memory bound, split by direction, ``parallel``: latency) and
 the launches to ``overhead``.  A producer whose per-block region depends on run-time
@@ -45,7 +51,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..analysis.costs import node_cost
 from ..analysis.footprint import box_extents
+from ..model import expr as E
+from ..model.visit import walk
 from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
                           store_site, unrolled_loads)
 from .space import Cost, GpuCost, Group, Tiling
@@ -235,6 +244,65 @@ def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy) -> float:
     return hit
 
 
+def _bounds_test(c) -> bool:
+    """A node of a condition the steady state decides: an order comparison, a logical
+    operator, a name, a constant or index arithmetic (not ``==`` or ``%``: a parity)."""
+    if isinstance(c, E.BinOp):
+        return c.op in ("lt", "le", "gt", "ge", "and", "or", "add", "sub", "mul", "min", "max")
+    return isinstance(c, (E.Not, E.Var, E.Param, E.Const))
+
+
+def boundary_ops(p, m: str) -> int:
+    """The arithmetic of one point of ``m``'s pure stage that a steady block drops: the
+    integer ``min``/``max`` inside the coordinates of its reads and the selects (their
+    conditions included) that compare coordinates with bounds, each distinct node once; a
+    clamp of a loaded value (a lookup's index) and a parity test stay (memoized per
+    problem)."""
+    cache = p.memo("gpu_boundary_ops")
+    hit = cache.get(m)
+    if hit is not None:
+        return hit
+    d = p.definitions[m][0]
+    seen, ops = set(), 0
+
+    def data(e) -> bool:
+        return any(isinstance(n, E.Call) for n in walk(e))
+    for e in (d.value,) + tuple(d.args):
+        for n in walk(e):
+            if isinstance(n, E.Call):
+                for a in n.args:
+                    for c in walk(a):
+                        if (id(c) not in seen and isinstance(c, E.BinOp)
+                                and c.op in ("min", "max") and c.type.is_int()
+                                and not data(c)):
+                            seen.add(id(c))
+                            ops += node_cost(c)
+            elif isinstance(n, E.Select) and id(n) not in seen and not data(n.cond) \
+                    and any(isinstance(v, E.Var) for v in walk(n.cond)) \
+                    and all(_bounds_test(c) for c in walk(n.cond)):
+                seen.add(id(n))
+                ops += node_cost(n)
+                for c in walk(n.cond):
+                    if id(c) not in seen:
+                        seen.add(id(c))
+                        ops += node_cost(c)
+    cache[m] = ops
+    return ops
+
+
+def steady_fraction(region, sizes, dims) -> float:
+    """The share of a kernel's blocks that run its steady state: along each tiled
+    dimension of ``dims`` all but the first and the last block (``sizes`` the tile's
+    extents, ``region`` the output's)."""
+    frac = 1.0
+    for d in dims:
+        if d is None:
+            continue
+        n = math.ceil((region[d][1] - region[d][0] + 1) / max(int(sizes[d]), 1))
+        frac *= max(0, n - 2) / n if n else 0.0
+    return frac
+
+
 def _box_extents(gf) -> dict:
     """``box_extents`` of every member's and input's box of the menu facts ``gf`` (arrays
     over its tilings)."""
@@ -242,13 +310,15 @@ def _box_extents(gf) -> dict:
 
 
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
-                 n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None) -> KernelCounts:
+                 n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
+                 steady: float = 0.0) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
     block computes, ``n`` blocks; ``serial`` the points a thread computes along each of
     ``dims``, ``whole`` the dimensions each thread computes whole (unrolled); ``exts``
-    ``_box_extents(gf)`` where the caller has it."""
+    ``_box_extents(gf)`` where the caller has it; ``steady`` the share of the blocks that
+    run the steady state (``steady_fraction``)."""
     p = model.problem
     cp = model.spec.cost_params
     bx, by = block
@@ -277,6 +347,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
         unr = min(steps, reuse["points"])
         point = (cp.point_instructions + (unr - 1) * cp.unrolled_point_instructions) / unr
+        ops = ops - steady * boundary_ops(p, m)
         k.instructions += x0 * (ops + cp.load_instructions * loads * reuse["all"] + point)
         k.load_lsu += x0 * sec0 * reuse["global"] / 4.0
         k.lsu_cycles += x0 * shared.get(0, 0) * reuse["shared"]
@@ -436,7 +507,8 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
         shape = (block[0], block[1] if len(block) > 1 else 1)
         serial = tuple(t.serial_of(d) if d is not None else 1 for d in dims)
-        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole, exts)
+        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole, exts,
+                            steady_fraction(region, sizes, dims))
         main.blocks_per_sm = max(blocks_per_sm, 1)
         terms = _terms(mach, [main] + _update_launches(model, group, dims))
         total = sum(terms.values()) if not why else math.inf
