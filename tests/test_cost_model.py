@@ -50,6 +50,13 @@ def test_a_load_with_arithmetic_is_not_data_movement():
     p = Problem(ts.Pipeline(out), load_spec("xeon-e5-2620v3"),
                 {"out": [1536, 1536], "input": [1536, 1536]})
     assert p.inlined == frozenset({"input_repeat_edge"})
+    # a constant exterior only chooses its loaded value (a select): data movement
+    ext = ts.boundary.constant_exterior(inp, 0.0)
+    blur = ts.Func("blur")
+    blur[x, y] = ext[x - 1, y] + ext[x, y] + ext[x + 1, y]
+    p = Problem(ts.Pipeline(blur), load_spec("xeon-e5-2620v3"),
+                {"blur": [1536, 1536], "input": [1536, 1536]})
+    assert p.inlined == frozenset({ext.name})
 
 
 def test_blur_tile_footprint_and_recompute(blur_problem):

@@ -64,12 +64,21 @@ def _variant_ops(e) -> int:
 
 
 def _moves_only(e) -> bool:
-    """Whether ``e`` computes nothing but the indices of its loads (a boundary
-    condition, a crop, a transpose): no arithmetic on the loaded values."""
-    from ..analysis.costs import node_cost
-    calls = [n for n in walk(e) if isinstance(n, E.Call)]
-    inner = sum(_variant_ops(a) for c in calls for a in c.args)
-    return _variant_ops(e) - inner - sum(node_cost(c) for c in calls) <= 0
+    """Whether ``e`` computes nothing from its loaded value but chooses it (a boundary
+    condition, a crop, a transpose, a constant exterior's select): every operation that
+    takes the load as an operand is a select."""
+    loads = {id(n) for n in walk(e) if isinstance(n, E.Call)}
+    reads: dict = {}
+
+    def reads_load(n) -> bool:
+        hit = reads.get(id(n))
+        if hit is None:
+            hit = id(n) in loads or (not isinstance(n, E.Call)
+                                     and any(reads_load(c) for c in _kids(n)))
+            reads[id(n)] = hit
+        return hit
+    return not any(reads_load(n) and not isinstance(n, (E.Call, E.Select))
+                   for n in walk(e) if not isinstance(n, (E.Var, E.Const)))
 
 
 def _kids(n):
