@@ -15,7 +15,7 @@ import pytest
 import tilesolve as ts
 from tilesolve.backend import cuda as C
 from tilesolve.backend.cuda import nvcc, runtime
-from tilesolve.backend.cuda import samples as S
+import cuda_samples as S
 from tilesolve.lower.extent_bound import const_upper as upper_bound
 from tilesolve.backend.cuda.cexpr import PRELUDE
 from tilesolve.backend.cuda.codegen import generate

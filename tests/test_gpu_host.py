@@ -25,7 +25,7 @@ import pytest
 import tilesolve as ts
 from tilesolve.apps import get_app
 from tilesolve.backend import cuda as C
-from tilesolve.backend.cuda import samples as S
+import cuda_samples as S
 from tilesolve.backend.cuda.codegen import generate
 from tilesolve.backend.cuda.drivers import NoopDriver
 from tilesolve.backend.cuda.plan import bind_arguments, launch_dims

@@ -15,7 +15,7 @@ import pytest
 import tilesolve as ts
 from tilesolve.backend import cuda as C
 from tilesolve.backend.cuda import emulate as EM
-from tilesolve.backend.cuda import samples as S
+import cuda_samples as S
 from tilesolve.backend.cuda.sectors import MemoryReport, Traffic, sectors_of
 from tilesolve.errors import TilesolveError
 

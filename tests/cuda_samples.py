@@ -1,4 +1,4 @@
-"""Hand-built loop IR (target "cuda") for the CUDA backend tests and benchmarks, with the equivalent
+"""Hand-built loop IR (target "cuda") for the CUDA backend tests, with the equivalent
 tilesolve pipelines (whose ``reference.realize`` is the oracle).
 
 Each ``*_ir()`` returns a LoweredPipeline written the way the lowering writes GPU
