@@ -133,9 +133,19 @@ def test_random_pipeline_and_schedule_interpret_like_the_reference(data):
 @given(data=st.data())
 def test_random_gpu_schedules_emulate_like_the_reference(data):
     """gpu_block/gpu_thread loops run serially (Barrier is a no-op)."""
+    case, sizes, _sched, lowered = gpu_case(data)
+    assert lowered.target == "cuda"
+    equals_reference(data, case, sizes, lowered, lambda sz, **inp: run(lowered, sz, **inp))
+
+
+def gpu_case(data, scale: int = 1):
+    """(case, sizes, schedule, lowered): a random pipeline at its sizes times ``scale``
+    whose outputs stay inside them, a random GPU schedule of it and its lowering; an
+    example that lowering refuses by name is discarded (a width on a run-time extent,
+    GPU loops of a Func computed inside its consumer's GPU loops)."""
     case = data.draw(pipelines(max_stages=3), label="pipeline")
     pipe = case.pipeline
-    sizes = case.sizes
+    sizes = [s * scale for s in case.sizes]
     regions = required_regions(pipe, sizes, input_sizes=case.input_sizes)
     assume(all(iv.lo >= 0 and iv.hi < n for o in pipe.output_names
                for iv, n in zip(regions[o], sizes)))
@@ -144,21 +154,23 @@ def test_random_gpu_schedules_emulate_like_the_reference(data):
     try:
         lowered = lower(pipe, sched)
     except ScheduleError as exc:
-        # a width on a run-time extent, or GPU loops of a Func computed inside its
-        # consumer's GPU loops (refused when lowering places it, naming the Func)
         assert "is not a constant" in str(exc) or "is computed inside a gpu_" in str(exc), exc
         assume(False)
-    assert lowered.target == "cuda"
+    return case, sizes, sched, lowered
+
+
+def equals_reference(data, case, sizes, lowered, realize) -> None:
+    """``realize(sizes, **inputs)`` on drawn inputs equals ``ts.reference.realize``:
+    exactly for integers, within 1e-6 for floats."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 31), label="seed"))
     inputs = _arrays(case, sizes, lowered, rng)
     assume(inputs is not None)
-    want = ts.reference.realize(pipe, sizes, **inputs)
+    want = ts.reference.realize(case.pipeline, sizes, **inputs)
     want = want if isinstance(want, tuple) else (want,)
-    got = run(lowered, sizes, **inputs)
+    got = realize(sizes, **inputs)
     got = got if isinstance(got, tuple) else (got,)
     for g, w in zip(got, want):
         if g.dtype.kind == "f":
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
         else:
             np.testing.assert_array_equal(g, w)
-

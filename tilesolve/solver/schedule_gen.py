@@ -36,7 +36,7 @@ from ..errors import ScheduleError
 from ..model import expr as E
 from ..model.schedule import Schedule
 from ..model.schedule_io import replay
-from ..model.visit import walk
+from ..model.visit import children, post_order
 from .space import Group
 
 
@@ -80,21 +80,22 @@ def _steering_dims(problem, name, region) -> list:
                  == region[names[n]][1] - region[names[n]][0]}
     if not short:
         return []
-    steer = set()
     value = problem.definitions[name][0].value
-    for e in (n for v in (value if isinstance(value, tuple) else (value,)) for n in walk(v)):
+    order = list({id(n): n for v in (value if isinstance(value, tuple) else (value,))
+                  for n in post_order(v)}.values())
+    uses: dict = {}                  # node id -> the Var names under it, operands first
+    for e in order:
+        uses[id(e)] = (frozenset((e.name,)) if isinstance(e, E.Var) else
+                       frozenset().union(*(uses[id(c)] for c in children(e))))
+    steer = set()
+    for e in order:
         if isinstance(e, E.Select):
-            steer |= {v.name for v in walk(e.cond) if isinstance(v, E.Var)}
+            steer |= uses[id(e.cond)]
         elif isinstance(e, E.Call):
-            steer |= {v.name for a in e.args if not isinstance(a, E.Var)
-                      for v in walk(a) if isinstance(v, E.Var)}
-    ops = (E.BinOp, E.Cast, E.Intrinsic, E.Select, E.Not)
-    nodes = {id(e): e for v in (value if isinstance(value, tuple) else (value,))
-             for e in walk(v) if isinstance(e, ops)}
+            steer |= {v for a in e.args if not isinstance(a, E.Var) for v in uses[id(a)]}
+    ops = [e for e in order if isinstance(e, (E.BinOp, E.Cast, E.Intrinsic, E.Select, E.Not))]
     for n in short - steer:          # work that is the same in every copy, computed once
-        free = sum(1 for e in nodes.values()
-                   if not any(isinstance(v, E.Var) and v.name == n for v in walk(e)))
-        if free >= problem.spec.cost_params.unroll_shared_ops:
+        if sum(n not in uses[id(e)] for e in ops) >= problem.spec.cost_params.unroll_shared_ops:
             steer.add(n)
     return sorted(names[n] for n in short & steer)
 
