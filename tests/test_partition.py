@@ -171,3 +171,34 @@ def test_every_point_of_the_solved_range_satisfies_the_condition(x, s):
     hi = min([_value(e, 0, s) for e in sol.his], default=40)
     for v in range(max(lo, -40), min(hi, 40) + 1):
         assert _value(x, v, s) >= 0, (str(x), v, s, lo, hi)
+
+
+
+
+@pytest.mark.parametrize("offset", [0, 2])
+def test_an_index_with_no_bound_leaves_its_clamp_in_place(offset):
+    """``int32(ceil(x / s))`` for a float Param ``s``, over a vector's lanes, is bounded
+    only by the int32 range.  The conditions solved from that range for the tap loop
+    around the vector folded constants past the int32 range, wrapped around, and made
+    the steady loop take taps whose clamp was not a no-op: the repeat_edge read ran far
+    past the input (resampling's taps at float coordinates).  Such a clamp stays."""
+    x, y = ts.Var("x"), ts.Var("y")
+    r = ts.RDom((0, 6), name="r")
+    scale = ts.Param(ts.float32, "s", 0.75)
+    src = ts.boundary.repeat_edge(ts.ImageParam(ts.float32, 2, "input"))
+    f = ts.Func("f")
+    f[x, y] = 0.0
+    at = ts.cast(ts.int32, ts.ceil((ts.cast(ts.float32, x) + 0.5) / scale - 0.5))
+    f[x, y] += src[at + r.x + offset, y]
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe)
+    xo, xi, ro, ri = ts.Var("xo"), ts.Var("xi"), ts.Var("ro"), ts.Var("ri")
+    s[f].vectorize(x, LANES)
+    s[f].update(0).split(x, xo, xi, LANES).split(r.x, ro, ri, 3) \
+        .reorder(xi, ri, ro, xo, y).vectorize(xi).unroll(ri)
+    compiled = ts.compile(pipe, s, cache_dir=False)
+    for w in (8, 16, 30, 64):
+        a = np.random.default_rng(w).random((4, w), dtype=np.float32)
+        np.testing.assert_allclose(compiled.realize([w, 4], input=a, s=0.75),
+                                   ts.reference.realize(pipe, [w, 4], input=a, s=0.75),
+                                   rtol=1e-6, err_msg=f"width {w}")

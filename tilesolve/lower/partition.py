@@ -226,11 +226,28 @@ def _bounded_range(site: _Site, loop: L.For):
     lo = bounds_of(simplify(site.expand(loop.min)), scope, symbolic=True).lo
     hi = bounds_of(simplify(site.expand(loop.min + loop.extent - 1)), scope, symbolic=True).hi
     for end in (lo, hi):
-        if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+        if _no_bound(end):
             return None
         if isinstance(end, E.Expr) and _mentions(end, site.inner_names() - {site.var}):
             return None
     return Interval(lo, hi)
+
+
+# An integer bound this large is a type's limit standing for "no bound" (the bounds of
+# ``int32(f)`` for a float ``f`` are the int32 range): arithmetic on it in the solved
+# conditions would wrap around in int32 and make a false condition look true.
+_HUGE = 1 << 30
+
+
+def _no_bound(end) -> bool:
+    """Whether a bound from ``bounds_of`` bounds nothing: missing, infinite, or holding
+    an integer constant as large as a type's limit (see ``_HUGE``)."""
+    if end is None:
+        return True
+    if not isinstance(end, E.Expr):
+        return abs(end) == float("inf") or isinstance(end, int) and abs(end) >= _HUGE
+    return any(isinstance(n, E.Const) and isinstance(n.value, int) and abs(n.value) >= _HUGE
+               for n in walk(end))
 
 
 def _mentions(e: E.Expr, names: set) -> bool:
@@ -281,7 +298,7 @@ def _clamps(site: _Site, indices: list, solve, gpu: bool = False) -> dict:
             e = substitute(e, {k: val[0] for k, val in found.items()})
         iv = bounds_of(site.expand(e), dict(site.ranges), symbolic=True)
         end = iv.lo if n.op == "max" else iv.hi
-        if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+        if _no_bound(end):
             continue
         end = E.as_expr(end, e.type)
         sol, cond = solve(end - bound if n.op == "max" else bound - end)
@@ -316,7 +333,7 @@ def _always(site: _Site, c: E.Expr, want: bool):
     iv = bounds_of(site.expand(c.a - c.b), dict(site.ranges), symbolic=True)
     # op holds at every lane: d < 0, d <= 0, d >= 0 or d > 0 for d = a - b
     end = iv.hi if op in ("lt", "le") else iv.lo
-    if end is None or not isinstance(end, E.Expr) and abs(end) == float("inf"):
+    if _no_bound(end):
         return None
     end = E.as_expr(end, c.a.type)
     return [{"lt": -1 - end, "le": 0 - end, "ge": end, "gt": end - 1}[op]]
