@@ -149,13 +149,14 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
     from .cpu.codegen import generate
     from .cpu.compiled import CompiledPipeline
     from .cpu.runtime import NativeKernel
-    from .cpu.target import host_target
+    from .cpu.target import host_target, window_lanes
 
     t0 = time.perf_counter() if _t0 is None else _t0
     tgt = host_target()
     codegen = {} if schedule is None else schedule.codegen
     generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked),
-                         profile=bool(profile), fma=bool(codegen.get("fma", False)))
+                         profile=bool(profile), fma=bool(codegen.get("fma", False)),
+                         window_gathers=window_lanes(tgt.info))
     unroll = codegen.get("unroll_threshold")
     kernel = NativeKernel(generated, tgt, cache, unroll=unroll)
     seconds = time.perf_counter() - t0

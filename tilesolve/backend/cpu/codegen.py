@@ -97,7 +97,7 @@ def entry_name(pipeline_name: str) -> str:
 def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = "",
              checked: bool = False, profile: bool = False, fma: bool = False,
              scalar_gathers: bool | None = None, vector_math: bool = True,
-             shared_spans: bool = True) -> GeneratedModule:
+             shared_spans: bool = True, window_gathers: int = 0) -> GeneratedModule:
     """Generate the LLVM module for ``lowered`` (see the module docstring for the ABI);
     ``checked``: test every load and store against the buffer it accesses; ``profile``:
     time each Func and parallel loop (``profile.py``); ``fma``: float add, subtract
@@ -108,7 +108,10 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
     ``vector_math=False``: float32 vector math functions are LLVM intrinsics and C
     library calls, one a lane, instead of ``vecmath.py``'s code (to compare the two);
     ``shared_spans=False``: a strided vector load reads its own span only, not the span
-    of the loads of the same buffer at constant offsets from it (to compare)."""
+    of the loads of the same buffer at constant offsets from it (to compare);
+    ``window_gathers``: the most 32-bit lanes the target permutes in one instruction (8
+    with AVX2, 16 with AVX-512F; 0: none), which a gather at float coordinates whose
+    lanes lie close together loads as one window and a permute (``codegen_memory``)."""
     module = ir.Module(name=lowered.name)
     if triple:
         module.triple = triple
@@ -124,7 +127,7 @@ def generate(lowered: L.LoweredPipeline, triple: str = "", data_layout: str = ""
         define_ticks(module, layout)
     impl = _emit_impl(module, name + ".impl", lowered, bufs, scalars, notes, fault_names,
                       layout, ("contract",) if fma else (), scalar_gathers, vector_math,
-                      shared_spans)
+                      shared_spans, window_gathers)
     _emit_entry(module, name, impl, bufs, scalars, checked, layout is not None)
     return GeneratedModule(str(module), name, bufs, scalars, tuple(notes), checked,
                            tuple(fault_names or ()), layout)
@@ -149,7 +152,8 @@ def _impl_params(bufs, scalars, checked: bool, profile: bool = False):
 
 def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
                layout=None, fp_flags=(), scalar_gathers: bool | None = None,
-               vector_math: bool = True, shared_spans: bool = True) -> ir.Function:
+               vector_math: bool = True, shared_spans: bool = True,
+               window_gathers: int = 0) -> ir.Function:
     checked = fault_names is not None
     params = _impl_params(bufs, scalars, checked, layout is not None)
     fn = ir.Function(module, ir.FunctionType(I32, [t for _, t in params]), name)
@@ -183,6 +187,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
     em.scalar_gathers = scalar_gathers
     em.vector_math = vector_math
     em.shared_spans = shared_spans
+    em.window_gathers = window_gathers
     if checked:
         for a in bufs:
             buffers[a.name] = _argument_range(em, a, buffers[a.name])
@@ -543,6 +548,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             sub.scalar_gathers = self.scalar_gathers
             sub.vector_math = self.vector_math
             sub.shared_spans = self.shared_spans
+            sub.window_gathers = self.window_gathers
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)

@@ -106,6 +106,7 @@ class ExprEmitter(LaneEmitter):
     fp_flags: tuple = ()      # LLVM fast-math flags of float add/sub/mul (fma: "contract")
     scalar_gathers: bool | None = None   # per-lane loads or llvm.masked.gather (None: by index)
     shared_spans: bool = True      # strided loads read their siblings' span (codegen_memory)
+    window_gathers: int = 0        # widest lanes the target permutes (codegen_memory)
     windows: dict = {}             # load id -> its siblings' offsets, in the current Store
     vector_math: bool = True       # float32 vector exp, pow, sin, ...: vecmath.py's code
 

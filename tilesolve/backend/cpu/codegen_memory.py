@@ -68,6 +68,22 @@ ERR_BOUNDS = 2
 _DENSE_STRIDE_MAX = 4
 
 
+# One-instruction permutes of a vector of 32-bit lanes by a vector of lane numbers, by
+# (lanes, element type): x86's ``vpermps``/``vpermd`` (AVX2, 8 lanes; AVX-512F, 16).
+# ``window_gathers`` (the widest the target has, from ``generate``) enables them.
+_PERMUTES = {
+    (8, "float"): "llvm.x86.avx2.permps", (8, "i32"): "llvm.x86.avx2.permd",
+    (16, "float"): "llvm.x86.avx512.permvar.sf.512",
+    (16, "i32"): "llvm.x86.avx512.permvar.si.512",
+}
+# ... and of two vectors, one instruction (``vpermi2ps``/``vpermi2d``, AVX-512F): a window
+# up to twice the lanes wide (downsampling by 2 reads 2 W + taps points a vector)
+_PERMUTES2 = {
+    "llvm.x86.avx512.permvar.sf.512": "llvm.x86.avx512.vpermi2var.ps.512",
+    "llvm.x86.avx512.permvar.si.512": "llvm.x86.avx512.vpermi2var.d.512",
+}
+
+
 @dataclass(frozen=True)
 class Buffer:
     """A buffer visible to the code: a pointer to its element type, and its scalar type."""
@@ -219,7 +235,7 @@ class MemoryEmitter:
                     and 2 <= abs(idx.stride) <= _DENSE_STRIDE_MAX:
                 v = self._sibling_load(buf, e, idx, window)
             if v is None:
-                v = self._load_lanes(buf, idx, self._per_lane(e.index, idx))
+                v = self._load_lanes(buf, idx, self._per_lane(e.index, idx), e.index)
         return self._from_mem(v, buf.type)
 
     def _per_lane(self, index: E.Expr, idx) -> bool:
@@ -232,14 +248,15 @@ class MemoryEmitter:
         return (self.mask is None and is_vector_value(idx)
                 and _float_coordinates(index))
 
-    def _load_lanes(self, buf: Buffer, idx, per_lane: bool | None = None):
+    def _load_lanes(self, buf: Buffer, idx, per_lane: bool | None = None, index=None):
         """A W-lane load at a Ramp or a vector of indices; ``per_lane``: a gather's form
-        (None: ``scalar_gathers``, False when unset)."""
+        (None: ``scalar_gathers``, False when unset); ``index``: the Expr ``idx`` is the
+        value of, if known (a window gather bounds its lanes from it)."""
         per_lane = bool(self.scalar_gathers) if per_lane is None else per_lane
         return self._checked_load(buf, idx,
-                                  lambda: self._unchecked_load_lanes(buf, idx, per_lane))
+                                  lambda: self._unchecked_load_lanes(buf, idx, per_lane, index))
 
-    def _unchecked_load_lanes(self, buf: Buffer, idx, per_lane: bool):
+    def _unchecked_load_lanes(self, buf: Buffer, idx, per_lane: bool, index=None):
         b, w = self.b, self.lanes
         align = max(1, buf.type.bytes)
         if isinstance(idx, Ramp) and idx.stride == 1:
@@ -262,7 +279,7 @@ class MemoryEmitter:
             return self._span_load(buf, start, span, picks)
         if isinstance(idx, Strided) and self.mask is None:
             return self._strided_load(buf, idx, align)
-        return self._gather(buf, self.vec(idx), align, per_lane)
+        return self._gather(buf, self.vec(idx), align, per_lane, index)
 
     def _strided_load(self, buf: Buffer, idx: Strided, align: int):
         """One scalar load a lane at ``base + k * stride``: each lane reads its own row
@@ -390,7 +407,7 @@ class MemoryEmitter:
         pick = b.extract_element(idx, lane)
         return b.select(self.mask, idx, self.vec(pick))
 
-    def _gather(self, buf: Buffer, idx: ir.Value, align: int, per_lane: bool):
+    def _gather(self, buf: Buffer, idx: ir.Value, align: int, per_lane: bool, index=None):
         """The lanes at a vector of indices: ``llvm.masked.gather`` over their addresses
         (under a mask, inactive lanes are not read), which LLVM lowers to the target's
         gather instruction (AVX2, AVX-512), or one scalar load a lane.  Per lane at
@@ -408,12 +425,10 @@ class MemoryEmitter:
         vt = ir.VectorType(et, w)
         if per_lane:
             idx = self._safe_indices(idx)
-            out = ir.Constant(vt, ir.Undefined)
-            for k in range(w):
-                lane = ir.Constant(I32, k)
-                x = b.load(self._addr(buf, b.extract_element(idx, lane)), align=align)
-                out = b.insert_element(out, x, lane)
-            return out
+            permute = _PERMUTES.get((w, str(et))) if w <= self.window_gathers else None
+            if permute is not None and self.mask is None:
+                return self._window_gather(buf, idx, align, permute, index)
+            return self._lane_loads(buf, idx, align)
         ptrs = b.gep(buf.ptr, [b.sext(idx, ir.VectorType(ir.IntType(64), w))], inbounds=True,
                      source_etype=et)
         ptrs.type = ir.VectorType(ir.PointerType(), w)   # llvmlite types it as one pointer
@@ -421,6 +436,106 @@ class MemoryEmitter:
         mask = self.mask if self.mask is not None else ir.Constant(mt, [1] * w)
         fn = self.declare(f"llvm.masked.gather.{_mangle(vt)}.v{w}p0", vt, [ptrs.type, I32, mt, vt])
         return b.call(fn, [ptrs, ir.Constant(I32, align), mask, ir.Constant(vt, ir.Undefined)])
+
+    def _lane_loads(self, buf: Buffer, idx: ir.Value, align: int) -> ir.Value:
+        """One scalar load a lane, put together."""
+        b = self.b
+        out = ir.Constant(ir.VectorType(buf.ptr.type.pointee, self.lanes), ir.Undefined)
+        for k in range(self.lanes):
+            lane = ir.Constant(I32, k)
+            x = b.load(self._addr(buf, b.extract_element(idx, lane)), align=align)
+            out = b.insert_element(out, x, lane)
+        return out
+
+    def _window_gather(self, buf: Buffer, idx: ir.Value, align: int, permute: str,
+                       index=None):
+        """A gather whose lanes lie within one vector's width of each other (a
+        resampling window: ``begin(x) + r`` moves by a pixel or less from lane to lane)
+        as one dense load of the window ``[min, max]`` (masked to it: no element past
+        the lanes' own is read) and one permute of it by ``index - min``: two
+        instructions instead of a load and an insert a lane; with AVX-512, a window up
+        to twice as wide as two loads and a permute of the pair.  A vector whose lanes are
+        further apart takes the per-lane loads.  The window's ends come from the index
+        Expr (``_lane_bounds``): a tap's ``clamp(begin(x) + r)`` is bounded through the
+        clamp and the offset from the lanes of ``begin(x)``, which every tap shares."""
+        b, w = self.b, self.lanes
+        it = ir.VectorType(I32, w)
+        ends = self._lane_bounds(index) if index is not None and index.type.bits == 32 \
+            else None
+        lo, hi = ends if ends is not None else self._reduce_bounds(idx)
+        span = b.sub(hi, lo)
+        two = _PERMUTES2.get(permute)
+        near = b.icmp_signed("<", span, ir.Constant(I32, 2 * w if two else w))
+        with b.if_else(near, likely=True) as (fast, slow):
+            with fast:
+                steps = ir.Constant(it, list(range(w)))
+                spans = self.vec(span)
+                window = self._dense_load(buf, lo, b.icmp_signed("<=", steps, spans))
+                vt = window.type
+                ft = ir.VectorType(ir.FloatType(), w) if "sf.512" in permute \
+                    or permute.endswith("permps") else it
+                picks = b.sub(idx, self.vec(lo))
+                if two:
+                    # the second vector: the window's points from lo + W on (none, masked,
+                    # when the window is narrower)
+                    rest = self._dense_load(buf, b.add(lo, ir.Constant(I32, w)), b.icmp_signed(
+                        "<=", ir.Constant(it, list(range(w, 2 * w))), spans))
+                    fn = self.declare(two, ft, [ft, it, ft])
+                    v = b.call(fn, [b.bitcast(window, ft), picks, b.bitcast(rest, ft)])
+                else:
+                    v = b.call(self.declare(permute, ft, [ft, it]), [b.bitcast(window, ft), picks])
+                v_fast, bb_fast = b.bitcast(v, vt), b.block
+            with slow:
+                v_slow, bb_slow = self._lane_loads(buf, idx, align), b.block
+        v = b.phi(v_fast.type)
+        v.add_incoming(v_fast, bb_fast)
+        v.add_incoming(v_slow, bb_slow)
+        return v
+
+    def _reduce_bounds(self, v: ir.Value) -> tuple:
+        """(smallest lane, largest lane) of an i32 vector, as scalars."""
+        it = v.type
+        w = it.count
+        return tuple(self.b.call(self.declare(f"llvm.vector.reduce.{op}.v{w}i32", I32, [it]),
+                                 [v]) for op in ("smin", "smax"))
+
+    def _lane_bounds(self, e: E.Expr):
+        """(smallest lane, largest lane) of the 32-bit index Expr ``e``, as scalars, exact:
+        through a sum or difference with a uniform value, a min or max with one, and a
+        product with a constant, from the bounds of the one operand that varies (a ramp's
+        ends, else its lanes reduced).  None for a type other than i32."""
+        b = self.b
+        v = self.emit(e, index=True)
+        if not is_varying(v):
+            return (v, v) if v.type == I32 else None
+        if isinstance(v, Ramp):
+            lo, hi, _ = self.ramp_range(v)
+            return lo, hi
+        if isinstance(e, E.BinOp) and e.op in ("add", "sub", "min", "max", "mul"):
+            va, vb = self.emit(e.a, index=True), self.emit(e.b, index=True)
+            if is_varying(va) != is_varying(vb):
+                one, other = (e.a, vb) if is_varying(va) else (e.b, va)
+                inner = self._lane_bounds(one) if other.type == I32 else None
+                if inner is not None:
+                    lo, hi = inner
+                    if e.op == "add":
+                        return b.add(lo, other), b.add(hi, other)
+                    if e.op == "sub":
+                        return ((b.sub(lo, other), b.sub(hi, other)) if one is e.a
+                                else (b.sub(other, hi), b.sub(other, lo)))
+                    if e.op in ("min", "max"):
+                        pick = (lambda x: b.select(b.icmp_signed("<", x, other), x, other)) \
+                            if e.op == "min" else \
+                            (lambda x: b.select(b.icmp_signed(">", x, other), x, other))
+                        return pick(lo), pick(hi)
+                    k = e.b if one is e.a else e.a
+                    if isinstance(k, E.Const):
+                        lo, hi = b.mul(lo, other), b.mul(hi, other)
+                        return (lo, hi) if k.value >= 0 else (hi, lo)
+        v = self.vec(v)
+        if v.type != ir.VectorType(I32, self.lanes):
+            return None
+        return self._reduce_bounds(v)
 
     # -- stores ------------------------------------------------------------------------
     def emit_store(self, s):

@@ -109,6 +109,14 @@ class Target:
         return f"Target({self.info.triple!r}, cpu={self.info.cpu_name!r})"
 
 
+def window_lanes(info) -> int:
+    """The most 32-bit lanes ``info``'s CPU permutes by a vector of lane numbers in one
+    instruction (``vpermps``): 16 with AVX-512F, 8 with AVX2, else 0."""
+    if info.has_feature("avx512f"):
+        return 16
+    return 8 if info.has_feature("avx2") else 0
+
+
 def make_target(cpu_name: str | None = None, features: str | None = None,
                 triple: str | None = None) -> Target:
     """A target for this process's triple with the given CPU/features (host ones if None)."""
