@@ -19,6 +19,9 @@ ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuf
                       ``in[2x]`` and ``in[2x + 1]`` read the same chunks
 Strided (run-time     a scalar load or store per lane, addresses stepped in scalars
 stride)
+float coordinates     (a resampling window) a masked load of the lanes' window and
+                      one permute where they lie within one vector's width (two
+                      with AVX-512: ``_window_gather``), else a load a lane
 anything else         a gather (``llvm.masked.gather``: the target's gather
                       instruction where LLVM deems it fast) or a scatter
                       (per-lane scalar stores, in lane order)
