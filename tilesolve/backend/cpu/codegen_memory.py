@@ -20,8 +20,8 @@ ramp, |stride| 2..4   (loads) dense power-of-two loads inside the span, one shuf
 Strided (run-time     a scalar load or store per lane, addresses stepped in scalars
 stride)
 float coordinates     (a resampling window) a masked load of the lanes' window and
-                      one permute where they lie within one vector's width (two
-                      with AVX-512: ``_window_gather``), else a load a lane
+                      one permute where they lie within one vector's width
+                      (``_window_gather``), else a load a lane
 anything else         a gather (``llvm.masked.gather``: the target's gather
                       instruction where LLVM deems it fast) or a scatter
                       (per-lane scalar stores, in lane order)
@@ -78,12 +78,6 @@ _PERMUTES = {
     (8, "float"): "llvm.x86.avx2.permps", (8, "i32"): "llvm.x86.avx2.permd",
     (16, "float"): "llvm.x86.avx512.permvar.sf.512",
     (16, "i32"): "llvm.x86.avx512.permvar.si.512",
-}
-# ... and of two vectors, one instruction (``vpermi2ps``/``vpermi2d``, AVX-512F): a window
-# up to twice the lanes wide (downsampling by 2 reads 2 W + taps points a vector)
-_PERMUTES2 = {
-    "llvm.x86.avx512.permvar.sf.512": "llvm.x86.avx512.vpermi2var.ps.512",
-    "llvm.x86.avx512.permvar.si.512": "llvm.x86.avx512.vpermi2var.d.512",
 }
 
 
@@ -456,37 +450,30 @@ class MemoryEmitter:
         resampling window: ``begin(x) + r`` moves by a pixel or less from lane to lane)
         as one dense load of the window ``[min, max]`` (masked to it: no element past
         the lanes' own is read) and one permute of it by ``index - min``: two
-        instructions instead of a load and an insert a lane; with AVX-512, a window up
-        to twice as wide as two loads and a permute of the pair.  A vector whose lanes are
-        further apart takes the per-lane loads.  The window's ends come from the index
-        Expr (``_lane_bounds``): a tap's ``clamp(begin(x) + r)`` is bounded through the
-        clamp and the offset from the lanes of ``begin(x)``, which every tap shares."""
+        instructions instead of a load and an insert a lane.  A vector whose lanes are
+        further apart takes the per-lane loads (downsampling, where a window of two
+        vectors and a two-vector permute measured slower than the loads).
+
+        The window's ends come from the index Expr (``_lane_bounds``): a tap's
+        ``clamp(begin(x) + r)`` is bounded through the clamp and the offset from the
+        lanes of ``begin(x)``, and the test of its width is that of ``begin(x)``'s
+        lanes, the same Value for every tap (LLVM takes it out of the taps' loop)."""
         b, w = self.b, self.lanes
         it = ir.VectorType(I32, w)
         ends = self._lane_bounds(index) if index is not None and index.type.bits == 32 \
             else None
-        lo, hi = ends if ends is not None else self._reduce_bounds(idx)
-        span = b.sub(hi, lo)
-        two = _PERMUTES2.get(permute)
-        near = b.icmp_signed("<", span, ir.Constant(I32, 2 * w if two else w))
+        lo, hi, width = ends if ends is not None else self._reduce_bounds(idx)
+        near = b.icmp_signed("<", width, ir.Constant(I32, w))
         with b.if_else(near, likely=True) as (fast, slow):
             with fast:
                 steps = ir.Constant(it, list(range(w)))
-                spans = self.vec(span)
-                window = self._dense_load(buf, lo, b.icmp_signed("<=", steps, spans))
+                window = self._dense_load(buf, lo, b.icmp_signed("<=", steps,
+                                                                  self.vec(b.sub(hi, lo))))
                 vt = window.type
                 ft = ir.VectorType(ir.FloatType(), w) if "sf.512" in permute \
                     or permute.endswith("permps") else it
-                picks = b.sub(idx, self.vec(lo))
-                if two:
-                    # the second vector: the window's points from lo + W on (none, masked,
-                    # when the window is narrower)
-                    rest = self._dense_load(buf, b.add(lo, ir.Constant(I32, w)), b.icmp_signed(
-                        "<=", ir.Constant(it, list(range(w, 2 * w))), spans))
-                    fn = self.declare(two, ft, [ft, it, ft])
-                    v = b.call(fn, [b.bitcast(window, ft), picks, b.bitcast(rest, ft)])
-                else:
-                    v = b.call(self.declare(permute, ft, [ft, it]), [b.bitcast(window, ft), picks])
+                v = b.call(self.declare(permute, ft, [ft, it]),
+                           [b.bitcast(window, ft), b.sub(idx, self.vec(lo))])
                 v_fast, bb_fast = b.bitcast(v, vt), b.block
             with slow:
                 v_slow, bb_slow = self._lane_loads(buf, idx, align), b.block
@@ -496,45 +483,49 @@ class MemoryEmitter:
         return v
 
     def _reduce_bounds(self, v: ir.Value) -> tuple:
-        """(smallest lane, largest lane) of an i32 vector, as scalars."""
+        """(smallest lane, largest lane, their difference) of an i32 vector, as scalars."""
         it = v.type
-        w = it.count
-        return tuple(self.b.call(self.declare(f"llvm.vector.reduce.{op}.v{w}i32", I32, [it]),
-                                 [v]) for op in ("smin", "smax"))
+        lo, hi = (self.b.call(self.declare(f"llvm.vector.reduce.{op}.v{it.count}i32", I32,
+                                           [it]), [v]) for op in ("smin", "smax"))
+        return lo, hi, self.b.sub(hi, lo)
 
     def _lane_bounds(self, e: E.Expr):
-        """(smallest lane, largest lane) of the 32-bit index Expr ``e``, as scalars, exact:
-        through a sum or difference with a uniform value, a min or max with one, and a
-        product with a constant, from the bounds of the one operand that varies (a ramp's
-        ends, else its lanes reduced).  None for a type other than i32."""
+        """(smallest lane, largest lane, a bound of their difference) of the 32-bit index
+        Expr ``e``, as scalars.  The ends are exact: through a sum or difference with a
+        uniform value, a min or max with one, and a product with a constant, from the
+        ends of the one operand that varies (a ramp's ends, else its lanes reduced).
+        The bound of the difference is that operand's (times the constant's magnitude):
+        an offset keeps it, a clamp only shrinks it.  None for a type other than i32."""
         b = self.b
         v = self.emit(e, index=True)
         if not is_varying(v):
-            return (v, v) if v.type == I32 else None
+            return (v, v, ir.Constant(I32, 0)) if v.type == I32 else None
         if isinstance(v, Ramp):
             lo, hi, _ = self.ramp_range(v)
-            return lo, hi
+            return lo, hi, ir.Constant(I32, abs(v.stride) * (v.lanes - 1))
         if isinstance(e, E.BinOp) and e.op in ("add", "sub", "min", "max", "mul"):
             va, vb = self.emit(e.a, index=True), self.emit(e.b, index=True)
             if is_varying(va) != is_varying(vb):
                 one, other = (e.a, vb) if is_varying(va) else (e.b, va)
                 inner = self._lane_bounds(one) if other.type == I32 else None
                 if inner is not None:
-                    lo, hi = inner
+                    lo, hi, width = inner
                     if e.op == "add":
-                        return b.add(lo, other), b.add(hi, other)
+                        return b.add(lo, other), b.add(hi, other), width
                     if e.op == "sub":
-                        return ((b.sub(lo, other), b.sub(hi, other)) if one is e.a
-                                else (b.sub(other, hi), b.sub(other, lo)))
+                        return ((b.sub(lo, other), b.sub(hi, other), width) if one is e.a
+                                else (b.sub(other, hi), b.sub(other, lo), width))
                     if e.op in ("min", "max"):
-                        pick = (lambda x: b.select(b.icmp_signed("<", x, other), x, other)) \
-                            if e.op == "min" else \
-                            (lambda x: b.select(b.icmp_signed(">", x, other), x, other))
-                        return pick(lo), pick(hi)
+                        less = "<" if e.op == "min" else ">"
+
+                        def pick(x):
+                            return b.select(b.icmp_signed(less, x, other), x, other)
+                        return pick(lo), pick(hi), width
                     k = e.b if one is e.a else e.a
                     if isinstance(k, E.Const):
                         lo, hi = b.mul(lo, other), b.mul(hi, other)
-                        return (lo, hi) if k.value >= 0 else (hi, lo)
+                        width = b.mul(width, ir.Constant(I32, abs(k.value)))
+                        return (lo, hi, width) if k.value >= 0 else (hi, lo, width)
         v = self.vec(v)
         if v.type != ir.VectorType(I32, self.lanes):
             return None
