@@ -1,8 +1,8 @@
 """Window gathers (backend/cpu/codegen_memory.py, ``_window_gather``): a vector load at
 coordinates computed in float whose lanes lie within one vector's width of each other
-is one masked window load and a permute instead of a load a lane.  Resampling up and down by several factors equals its numpy reference whichever
-form runs (the lanes near or far apart, each tap clamped at the image edges), in plain
-and checked builds; the module's IR holds the permutes for targets that have them and
+is one masked window load and a permute instead of a load a lane.  Resampling up and
+down by several factors equals its numpy reference whichever form runs (the lanes near
+or far apart, each tap clamped at the image edges), in plain and checked builds; the module's IR holds the permutes for targets that have them and
 per-lane loads only for those that do not."""
 from __future__ import annotations
 
