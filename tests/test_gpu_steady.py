@@ -117,17 +117,13 @@ def test_the_steady_branch_of_a_repeat_edge_blur_has_no_clamp_and_no_guard():
     assert kernels[0].count("__shared__ float blur_x[") == 1
 
 
-def test_an_update_kernel_keeps_one_guarded_body():
-    """Update kernels get no steady branch: one gave a wrong value for a packed Tuple's
-    update (tests/property/test_lowering_random.py), so only pure stages are partitioned;
-    the update's guards and clamps stay, and it still equals the reference (above)."""
+def test_the_steady_branch_of_an_update_drops_its_guards():
     pipe, s = _update()
-    lowered = C.lower_cuda(pipe, s)
-    assert not any(isinstance(n, L.IfThenElse) and n.steady and ".s1." in str(n)
-                   for n in L.walk_stmts(lowered.body))
-    source = C.generate(lowered).source
+    source = C.generate(C.lower_cuda(pipe, s)).source
     update = next(k for k in _kernels(source) if "f_s1" in k)
-    assert _GUARD.search(update) and _CLAMP.search(update)
+    steady, other = _branches(update)
+    assert not _GUARD.search(steady) and not _CLAMP.search(steady), steady
+    assert len(_GUARD.findall(other)) == 2 and _CLAMP.search(other)
 
 
 def _steady_blocks(lowered, sizes, inputs, monkeypatch) -> tuple:
@@ -237,3 +233,71 @@ def test_a_kernel_with_nothing_to_remove_keeps_one_body():
         shifted = L.stmt_children(shifted)[0]
     assert not any(isinstance(n, L.IfThenElse) and n.steady
                    for n in L.walk_stmts(shifted.then_case))
+
+
+# -- conditions on loaded values ---------------------------------------------------------
+# Two full-range int32 values differ by anything: bounds [-2**31, 2**31 - 1].  "a > b at
+# every lane" needs min(a - b) - 1 >= 0; written in int32 that is -2**31 - 1, which wraps
+# to 2**31 - 1 >= 0, and the steady state took the select's true branch (or dropped a
+# clamp of a loaded index) in every block.
+def _tiles(f, x, n=4):
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe, target="cuda")
+    s[f].gpu_tile(x, ts.Var("xb"), ts.Var("xt"), n)
+    return pipe, s
+
+
+def _compare_1d(pipe, s, inputs):
+    """The lowered program (checking interpreter) and, with a C++ compiler, the emulated
+    CUDA both equal the reference on ``inputs`` (1-D, their extent the output's + 1)."""
+    w = min(len(v) for v in inputs.values()) - 1
+    want = ts.reference.realize(pipe, [w], **inputs)
+    np.testing.assert_array_equal(run(lower(pipe, s), [w], **inputs), want)
+    if shutil.which("g++") or shutil.which("c++"):
+        np.testing.assert_array_equal(C.emulate_cuda(pipe, s).realize([w], **inputs), want)
+
+
+def test_a_select_between_loaded_values_stays_in_the_steady_state():
+    x = ts.Var("x")
+    a, b = ts.ImageParam(ts.int32, 1, "a"), ts.ImageParam(ts.int32, 1, "b")
+    f = ts.Func("f")
+    f[x] = ts.select(a[x] > b[x], 1, 2)
+    pipe, s = _tiles(f, x)
+    source = C.generate(C.lower_cuda(pipe, s)).source
+    for k in _kernels(source):
+        assert k.count("b[") == k.count("f[")      # every store keeps its select
+    av = np.arange(-8, 9, dtype=np.int32)
+    _compare_1d(pipe, s, {"a": av, "b": np.zeros_like(av)})
+
+
+def test_a_clamp_of_a_loaded_index_stays_in_the_steady_state():
+    """``lut[clamp(a[x], 5, 10)]``: the clamp is no no-op (a[x] is any int32); without it
+    the checking interpreter faults the read at lut[-6]."""
+    x = ts.Var("x")
+    a, lut = ts.ImageParam(ts.int32, 1, "a"), ts.ImageParam(ts.int32, 1, "lut")
+    f = ts.Func("f")
+    f[x] = lut[ts.clamp(a[x], 5, 10)]
+    pipe, s = _tiles(f, x)
+    av = np.arange(11, dtype=np.int32) * 3 - 6
+    _compare_1d(pipe, s, {"a": av, "lut": np.arange(11, dtype=np.int32) * 10})
+
+
+def test_a_packed_tuples_update_equals_the_reference():
+    """The update of a Tuple (packed in one uint32 Func, a slot per value, the new values
+    written at slot (r + 2) % 4 and copied back) selects on its loaded values: the steady
+    state of its kernel keeps the select (the random GPU lowering test's find)."""
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.int32, 1, "in0")
+    t = ts.Func("t0")
+    t[x] = (inp[x] * 3, ts.cast(ts.float32, inp[x]) - 1.5)
+    a, b = t[x]
+    t[x] = (ts.cast(ts.int32, b) - a, ts.select(a > ts.cast(ts.int32, b), b * 0.5, b + 1.0))
+    f = ts.Func("f")
+    f[x] = t[x][0] + ts.cast(ts.int32, t[x + 1][1])
+    pipe = ts.Pipeline(f)
+    s = ts.Schedule(pipe, target="cuda")
+    s["t0_packed"].compute_root()
+    s["t0_packed"].update(0).gpu_tile(x, ts.Var("xb"), ts.Var("xt"), 2)
+    lowered = lower(pipe, s)
+    assert any(isinstance(n, L.IfThenElse) and n.steady for n in L.walk_stmts(lowered.body))
+    _compare_1d(pipe, s, {"in0": np.arange(-6, 7, dtype=np.int32)})

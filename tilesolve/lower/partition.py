@@ -32,7 +32,14 @@ additive terms distribute into ``min``/``max``; a term ``+-P / k`` (floor divisi
 positive constant, what upsampling reads) is solved exactly through ``P``: ``P / k + R >=
 0`` iff ``P + R k >= 0``, ``R - P / k >= 0`` iff ``R k + k - 1 - P >= 0``.  Conditions
 that do not mention ``v``
-become a guard checked once per loop entry (false: the steady loop is empty).  A clamp
+become a guard checked once per loop entry (false: the steady loop is empty).  Bounds
+with two numeric ends are compared over the integers, not in the index's type (there
+``-2**31 - 1`` would wrap to ``2**31 - 1`` and hold everywhere); symbolic bounds are index
+arithmetic, which the bounds engine assumes does not overflow, so a loaded value (data:
+a LUT's index, a select between two loads) is judged on numeric bounds only, and a
+comparison of loaded values on the bounds of each side (their difference may wrap); a
+bound holding a type's limit (the int32 range of a float converted to an index) bounds
+nothing (``_no_bound``).  A clamp
 whose condition cannot be solved this way stays in the steady body, so the result is
 always correct: the steady body runs only where every removed clamp was a no-op.
 
@@ -73,6 +80,8 @@ The pass runs last in lowering, after bounds inference and storage flattening, s
 regions and allocations are those of the unpartitioned program.
 """
 from __future__ import annotations
+
+import numbers
 
 from ..analysis.intervals import Interval, bounds_of
 from ..analysis.simplify import simplify
@@ -276,9 +285,11 @@ def _clamps(site: _Site, indices: list, solve, gpu: bool = False) -> dict:
         fixed = False
         if gpu and a_var and b_var:
             # both sides move, a constant apart (a region's ``min(base - 3, base)``):
-            # the same side always wins, which the steady state writes out
+            # the same side always wins, which the steady state writes out (index
+            # arithmetic only: a loaded value plus a constant may wrap)
             d = simplify(site.expand(n.a) - site.expand(n.b))
-            if isinstance(d, E.Const) and isinstance(d.value, int):
+            if isinstance(d, E.Const) and isinstance(d.value, int) \
+                    and not _reads(site.expand(n)):
                 found[n] = (n.a if (d.value <= 0) == (n.op == "min") else n.b,
                             [E.as_expr(0, n.type)], False)
             continue
@@ -292,7 +303,7 @@ def _clamps(site: _Site, indices: list, solve, gpu: bool = False) -> dict:
                 continue
             a_var, fixed = a_const, True
         e, bound = (n.a, n.b) if a_var else (n.b, n.a)
-        if any(isinstance(m, L.Load) for m in walk(bound)):
+        if _reads(bound):
             continue
         if found:
             e = substitute(e, {k: val[0] for k, val in found.items()})
@@ -300,8 +311,13 @@ def _clamps(site: _Site, indices: list, solve, gpu: bool = False) -> dict:
         end = iv.lo if n.op == "max" else iv.hi
         if _no_bound(end):
             continue
-        end = E.as_expr(end, e.type)
-        sol, cond = solve(end - bound if n.op == "max" else bound - end)
+        if _reads(site.expand(e)) and _number(end) is None:
+            continue    # a loaded value's symbolic bound assumes it does not wrap
+        lo_end, hi_end = (end, bound) if n.op == "max" else (bound, end)
+        conds = _at_least(lo_end, hi_end, n.type)
+        if conds is None:
+            continue
+        sol, cond = solve(conds[0])
         if sol is not None and (gpu or sol.los or sol.his):
             # worth a partition: a load's clamp over vector lanes (a gather otherwise);
             # on a GPU any load's clamp (the block's branch is free)
@@ -330,13 +346,52 @@ def _always(site: _Site, c: E.Expr, want: bool):
     op = c.op if want else _NEGATE.get(c.op)
     if op not in ("lt", "le", "ge", "gt") or not c.a.type.is_int():
         return None
-    iv = bounds_of(site.expand(c.a - c.b), dict(site.ranges), symbolic=True)
+    a, b = site.expand(c.a), site.expand(c.b)
+    if _reads(a) or _reads(b):
+        # loaded values: ``a - b`` may wrap in their type (two full-range int32 values),
+        # so the difference is taken of their numeric bounds, over the integers
+        ia, ib = (bounds_of(x, dict(site.ranges), symbolic=True) for x in (a, b))
+        if any(_number(x) is None for x in (ia.lo, ia.hi, ib.lo, ib.hi)):
+            return None
+        iv = Interval(_number(ia.lo) - _number(ib.hi), _number(ia.hi) - _number(ib.lo))
+    else:
+        iv = bounds_of(a - b, dict(site.ranges), symbolic=True)
     # op holds at every lane: d < 0, d <= 0, d >= 0 or d > 0 for d = a - b
-    end = iv.hi if op in ("lt", "le") else iv.lo
-    if _no_bound(end):
+    if _no_bound(iv.hi if op in ("lt", "le") else iv.lo):
         return None
-    end = E.as_expr(end, c.a.type)
-    return [{"lt": -1 - end, "le": 0 - end, "ge": end, "gt": end - 1}[op]]
+    if op in ("lt", "le"):
+        return _at_least(-1 if op == "lt" else 0, iv.hi, c.a.type)
+    return _at_least(iv.lo, 1 if op == "gt" else 0, c.a.type)
+
+
+def _reads(e: E.Expr) -> bool:
+    """Whether ``e`` holds a loaded value (data, not index arithmetic)."""
+    return any(isinstance(n, L.Load) for n in walk(e))
+
+
+def _number(x):
+    """``x`` as a Python int when it is a finite integer end (an int or an int Const),
+    else None."""
+    if isinstance(x, E.Const):
+        x = x.value
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        return None
+    return int(x)
+
+
+def _at_least(a, b, t):
+    """The condition ``a >= b`` (ends of bounds, numbers or Exprs of type ``t``) as a list
+    of one X, ``a - b`` (X >= 0), or None where it never holds or an end is unbounded.
+    Two numbers are compared here, over the integers: written in type ``t`` their
+    difference could wrap (``-2**31 - 1`` is ``2**31 - 1`` in int32, which would hold
+    everywhere).  An Expr end is index arithmetic, which the bounds engine assumes does
+    not overflow."""
+    if any(x is None or not isinstance(x, E.Expr) and abs(x) == float("inf") for x in (a, b)):
+        return None
+    na, nb = (_number(simplify(x) if isinstance(x, E.Expr) else x) for x in (a, b))
+    if na is not None and nb is not None:
+        return [E.as_expr(0, t)] if na >= nb else None
+    return [E.as_expr(a, t) - E.as_expr(b, t)]
 
 
 def _selects(site: _Site, exprs: list, solve, gpu: bool = False, removed=None) -> dict:
@@ -632,11 +687,6 @@ def _gpu_step(s):
         return s        # a kernel of one block (no block loop): nothing to choose between
     if s.kind != "gpu_block":
         return None
-    if ".s0." not in s.name:
-        # an update's kernel keeps one body: its steady state gave a wrong value for a
-        # packed Tuple's update (a slot written at a computed index), found by
-        # tests/property/test_lowering_random.py; pure stages only until that is understood
-        return s
     parent, innermost, outer = {}, None, set()
     for n in L.walk_stmts(s):
         for c in L.stmt_children(n):
