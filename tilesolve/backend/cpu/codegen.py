@@ -195,6 +195,7 @@ def _emit_impl(module, name, lowered, bufs, scalars, notes, fault_names,
     if prof is not None:
         prof.end_run(b, t0)
     b.ret(b.load(err))
+    em.free_reused_at_exits()
     return fn
 
 
@@ -282,6 +283,11 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         self.module, self.fn, self.b = module, fn, builder
         self.env, self.buffers = env, buffers
         self.heap_slots = {}       # heap allocation -> the slot holding its pointer
+        # loops of this function around the statement being emitted (an outlined
+        # parallel body starts inside its own loop over its iterations), and the blocks
+        # that heap allocations inside them reuse (``codegen_memory``: the pseudostack)
+        self.loop_depth = 1 if in_parallel else 0
+        self.reused, self.reused_live = {}, set()
         self.err_ptr, self.num_threads = err_ptr, num_threads
         self.notes, self.in_parallel = notes, in_parallel
         self.fault, self.fault_names = fault, fault_names   # checked builds (i64*, names)
@@ -469,7 +475,11 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         b.position_at_end(loop)
         i = b.phi(I32, name=name)
         i.add_incoming(mn, pre)
-        yield i
+        self.loop_depth += 1
+        try:
+            yield i
+        finally:
+            self.loop_depth -= 1
         nxt = b.add(i, ir.Constant(I32, 1), name=f"{name}.next", flags=("nsw",))
         i.add_incoming(nxt, b.block)
         latch = b.cbranch(b.icmp_signed("<", nxt, end), loop, after)
@@ -479,13 +489,17 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
 
     def _unrolled_for(self, s: L.For):
         mn = self.scalar(s.min)
-        for k in range(max(0, s.extent.value)):
-            if isinstance(mn, ir.Constant):
-                i = ir.Constant(I32, mn.constant + k)
-            else:
-                i = self.b.add(mn, ir.Constant(I32, k), flags=("nsw",))
-            with self._scoped(s.name, i):
-                yield s.body
+        self.loop_depth += 1        # the copies of an allocation share one reused block
+        try:
+            for k in range(max(0, s.extent.value)):
+                if isinstance(mn, ir.Constant):
+                    i = ir.Constant(I32, mn.constant + k)
+                else:
+                    i = self.b.add(mn, ir.Constant(I32, k), flags=("nsw",))
+                with self._scoped(s.name, i):
+                    yield s.body
+        finally:
+            self.loop_depth -= 1
 
     def _vector_for(self, s: L.For):
         mn = self.scalar(s.min)
@@ -525,6 +539,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
         noalias += [False, False]
         buf_info = {n: self.buffers[n] for n in buf_names}
         module, notes, fault_names = self.module, self.notes, self.fault_names
+        subs = []
 
         def body(bld, i, caps):
             env = dict(zip(env_names, caps))
@@ -549,6 +564,7 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
             sub.vector_math = self.vector_math
             sub.shared_spans = self.shared_spans
             sub.window_gathers = self.window_gathers
+            subs.append(sub)
             var = bld.add(cmin, i, name=s.name, flags=("nsw",))
             with sub._scoped(s.name, var):
                 sub.emit_stmt(s.body)
@@ -562,5 +578,6 @@ class FnEmitter(ExprEmitter, MemoryEmitter):
                           name=base, schedule="dynamic", chunk=0,
                           noalias=noalias, around=hooks and hooks[:2],
                           team_out=team)
+        subs[0].free_reused_at_exits()      # each call of the body owns its blocks
         if prof is not None:
             prof.exit_parallel(self.b, token, team[0])

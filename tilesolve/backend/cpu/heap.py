@@ -32,7 +32,8 @@ and bound with ``llvm.add_symbol``, like the parallel runtime; :func:`install` i
 idempotent.
 
 Blocks under the cache's size (per-tile buffers of parallel loops, 64 KB to 1 MB) go
-to the C library, and glibc decides by a threshold that moves at run time whether it
+to the C library (an allocation inside a loop asks once per call of the generated
+function, not once per iteration: ``codegen_memory`` reuses its block), and glibc decides by a threshold that moves at run time whether it
 maps each one afresh (faulting its pages in on every tile) or serves it from the
 threads' arenas: the same build ran in two modes from one process to the next
 (unsharp 5.1 or 7.8 ms, harris 3.0 or 5.6 ms; the slow runs took 3,000-3,500 page
