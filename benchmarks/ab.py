@@ -20,7 +20,7 @@ NAME is one of:
   A with the run's sizes;
 * a code-generation option (``Schedule.set_codegen``): B compiles A's schedule with it
   (``--set fma=true``, ``--set unroll_threshold=100``, ``--set accumulator_tiles=false``,
-  ``--set free_early=false``);
+  ``--set free_early=false``, ``--set window_gathers=false``);
 * an option of ``ts.autotune`` (with ``--methods autotune``: ``--set climb_share=0``).
 
 VALUE is YAML (``true``, ``0.5``, ``[1, 2, 4]``; ``1,2,4`` is a list too).  Methods: the

@@ -64,3 +64,15 @@ def test_the_permutes_are_those_the_target_has(lanes, window, permutes, absent):
         assert p in text, p
     for p in absent:
         assert p not in text, p
+
+
+def test_set_codegen_turns_them_off():
+    """``Schedule.set_codegen(window_gathers=False)``: one load a lane, the same values."""
+    sizes = [37, 11, 2]
+    pipe = _resample(sizes, 2.0)
+    s = _schedule(pipe, 8)
+    inputs = R.make_inputs(sizes, 0, 2.0)
+    on = ts.compile(pipe, s, cache_dir=False)
+    off = ts.compile(pipe, s.copy().set_codegen(window_gathers=False), cache_dir=False)
+    assert "perm" not in off.generated.ir_text
+    np.testing.assert_array_equal(off.realize(sizes, **inputs), on.realize(sizes, **inputs))

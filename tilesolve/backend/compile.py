@@ -156,7 +156,8 @@ def compile_lowered(pipeline, lowered, *, schedule=None, num_threads: int = 1, c
     codegen = {} if schedule is None else schedule.codegen
     generated = generate(lowered, tgt.info.triple, tgt.info.data_layout, checked=bool(checked),
                          profile=bool(profile), fma=bool(codegen.get("fma", False)),
-                         window_gathers=window_lanes(tgt.info))
+                         window_gathers=window_lanes(tgt.info)
+                         if codegen.get("window_gathers", True) else 0)
     unroll = codegen.get("unroll_threshold")
     kernel = NativeKernel(generated, tgt, cache, unroll=unroll)
     seconds = time.perf_counter() - t0

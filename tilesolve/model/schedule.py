@@ -57,10 +57,12 @@ CODEGEN_OPTIONS = {
     "fma": lambda v: isinstance(v, bool),
     "accumulator_tiles": lambda v: isinstance(v, bool),
     "free_early": lambda v: isinstance(v, bool),
+    "window_gathers": lambda v: isinstance(v, bool),
 }
 """The options :meth:`Schedule.set_codegen` takes, each with its check."""
 _CODEGEN_RULES = {"unroll_threshold": "an int in [1, 10000]", "fma": "a bool",
-                  "accumulator_tiles": "a bool", "free_early": "a bool"}
+                  "accumulator_tiles": "a bool", "free_early": "a bool",
+                  "window_gathers": "a bool"}
 
 
 class TupleHandle:
@@ -206,6 +208,10 @@ class Schedule:
           or True: the CPU lowering makes them.
         * ``free_early``: False leaves out lowering's early release of buffers
           (``lower/free.py``: each freed after its last reader, not at the end).
+        * ``window_gathers``: False loads a gather at float coordinates one lane at a time
+          even where its lanes fit one vector's window (``backend/cpu/codegen_memory``:
+          ``_window_gather``); absent or True: a window load and a permute where the
+          CPU has one.
 
         ``str(schedule)`` prints them; unknown names raise a ScheduleError."""
         for key, value in options.items():
