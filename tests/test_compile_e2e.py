@@ -19,6 +19,8 @@ import tilesolve as ts
 from tilesolve.apps import get_app
 from tilesolve.backend.cpu.target import host_target
 
+from cuda_samples import blur_pipeline
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -28,13 +30,8 @@ def cache(tmp_path_factory):
 
 
 def blur():
-    x, y = ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.float32, 2, "input")
-    clamped = ts.boundary.repeat_edge(inp)
-    blur_x, blur_y = ts.Func("blur_x"), ts.Func("blur_y")
-    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
-    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
-    return ts.Pipeline(blur_y), blur_x, blur_y, x, y
+    pipe = blur_pipeline()
+    return pipe, pipe.func("blur_x"), pipe.func("blur_y"), ts.Var("x"), ts.Var("y")
 
 
 def hand(pipe, blur_x, blur_y, x, y, tx=256, ty=32, width=16):

@@ -29,6 +29,8 @@ from tilesolve.lower.extent_bound import ExtentBounder, const_upper
 from tilesolve.model import expr as E
 from tilesolve.model import types as T
 
+from cuda_samples import blur_pipeline
+
 needs_cxx = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                reason="no C++ compiler for the CUDA emulation")
 
@@ -79,16 +81,11 @@ def test_solver_gpu_schedule_lowers_with_constant_shared_buffers(name, estimates
 # A hand-written two-stage blur at sizes no tile divides
 # ---------------------------------------------------------------------------
 def _blur(tail):
-    x, y = ts.Var("x"), ts.Var("y")
-    inp = ts.ImageParam(ts.float32, 2, "input")
-    clamped = ts.boundary.repeat_edge(inp)
-    blur_x, blur_y = ts.Func("blur_x"), ts.Func("blur_y")
-    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
-    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
-    pipe = ts.Pipeline(blur_y)
+    pipe = blur_pipeline()
+    blur_x, blur_y = pipe.func("blur_x"), pipe.func("blur_y")
     s = ts.Schedule(pipe, target="cuda")
-    s[blur_y].gpu_tile(x, y, "xo", "yo", "xi", "yi", 16, 8, tail=tail)
-    s[blur_x].compute_at(blur_y, "xo").store_in("shared").gpu_threads(x, y)
+    s[blur_y].gpu_tile("x", "y", "xo", "yo", "xi", "yi", 16, 8, tail=tail)
+    s[blur_x].compute_at(blur_y, "xo").store_in("shared").gpu_threads("x", "y")
     return pipe, s
 
 
