@@ -490,12 +490,10 @@ class MemoryEmitter:
                 steps = ir.Constant(it, list(range(w)))
                 window = self._dense_load(buf, lo, b.icmp_signed("<=", steps,
                                                                   self.vec(b.sub(hi, lo))))
-                vt = window.type
-                ft = ir.VectorType(ir.FloatType(), w) if "sf.512" in permute \
-                    or permute.endswith("permps") else it
-                v = b.call(self.declare(permute, ft, [ft, it]),
-                           [b.bitcast(window, ft), b.sub(idx, self.vec(lo))])
-                v_fast, bb_fast = b.bitcast(v, vt), b.block
+                vt = window.type            # the permute's own type: float or i32 lanes
+                v_fast = b.call(self.declare(permute, vt, [vt, it]),
+                                [window, b.sub(idx, self.vec(lo))])
+                bb_fast = b.block
             with slow:
                 v_slow, bb_slow = self._lane_loads(buf, idx, align), b.block
         v = b.phi(v_fast.type)
