@@ -30,7 +30,7 @@ rounds (the measurement's agreement with itself: the most any model can show).  
 --json`` and ``export`` write the same shape (``tunings``, ``measurements``
 with each ``schedule_json``), which ``offline``, ``ceiling`` and ``pooled`` read.
 
-``--set NAME=VALUE`` (``offline``, ``ceiling``, ``pooled``) changes a cost parameter
+``--set NAME=VALUE`` (``rank`` with ``--schedules``, ``offline``, ``ceiling``, ``pooled``) changes a cost parameter
 (``docs/cost_params.md``) of the spec the schedules are priced under, so a change to the
 model is judged against measured times before anything is compiled.  ``pooled``: per app,
 ``runs`` is the mean rho between pairs of runs (below 0.85: ``noise``, no model can be
@@ -407,6 +407,8 @@ def rank(a) -> None:
         spec = ts.load_spec(a.spec)
         if a.launch_us is not None:
             spec = spec.replace(launch_overhead_us=a.launch_us)
+        if a.set:
+            spec = spec.with_cost_params(**_sets(a.set))
         now = reprice(stored, spec, columns=a.columns)
     by_app: dict = {}
     for r in rows:
@@ -756,6 +758,8 @@ def main(argv=None) -> int:
                    help="with --schedules: the cost of a launch in the runtime the measurements "
                         "were taken with (default: the spec's launch_overhead_us)")
     r.add_argument("--detail", action="store_true", help="each schedule's time and prediction")
+    r.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="with --schedules: change a cost parameter before pricing (repeatable)")
     o = sub.add_parser("offline", help="re-price measured CPU schedules")
     c = sub.add_parser("ceiling", help="time measured CPU schedules again here")
     for q in (o, c):

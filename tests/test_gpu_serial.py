@@ -106,7 +106,10 @@ def test_a_serial_tile_is_priced_per_thread():
     plain = next(t for t in menu if t.sizes == (64, 16, None) and t.serial is None)
     four = next(t for t in menu if t.sizes == (64, 16, None) and t.serial == (1, 4, 1))
     cp, cs = model.cost(group, plain), model.cost(group, four)
-    assert cp.gpu.threads == 64 * 18 and cs.gpu.threads == 64 * 5      # 18 rows of blur_x
+    # 18 rows of blur_x: over 64 x 18 threads the plain block would pass 1024, so they are
+    # spread over the output's 64 x 16 (``cost_gpu._main_kernel``)
+    assert cp.gpu.threads == 64 * 16 and dict(cp.gpu.spread) == {"blur_x": 1}
+    assert cs.gpu.threads == 64 * 5
     assert cs.gpu.block == (64, 5) and cs.gpu.serial == (1, 4, 1)
     assert cs.gpu.shared_bytes == cp.gpu.shared_bytes == 64 * 18 * 4   # the whole tile
     assert cs.gpu.registers > cp.gpu.registers

@@ -32,6 +32,18 @@ live takes ``serial_point_registers`` more registers per thread (occupancy).  Th
 block's shared memory holds its whole tile, as for any tiling.  These weights and the
 model's others are fields of the spec's ``cost_params`` (``specs/cost_params.py``).
 
+A producer whose region in the tiled dimensions does not match the block's threads (a
+half-resolution member of a full-resolution kernel idles three quarters of the lanes; a
+halo wider than the block grows it) may be spread over all the block's threads: its
+thread loops fused and split by the block's threads, each thread a serial step per
+``bx * by`` of its points (``spread_steps``), a run of the tiling's serial points or one
+point each, ``spread_point_instructions`` more a point for its coordinates, no loads
+shared between steps.  Each member takes the mapping (one thread a point, or spread)
+that costs its SM the fewest issue and load/store cycles, and the block is the tile
+grown to every member's halo or the output's own threads with the members that do not
+fit spread over them, whichever kernel is cheaper; ``GpuCost.spread`` records the
+spread members, and ``schedule_gen`` writes them so (``_spread_member``).
+
 A kernel's interior blocks run its steady state (``lower/partition.py``): the clamps of
 the coordinates its members read (``repeat_edge``'s ``min``/``max``) and the selects of
 ``constant_exterior`` are gone there, and the instructions of a point count them only
@@ -47,7 +59,7 @@ in a kernel of its own (``schedule_gen``), and so is it priced here.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -173,6 +185,8 @@ class KernelCounts:
     l2_store_sectors: float = 0.0   # and writes
     dram_load_sectors: float = 0.0  # the whole grid's, from DRAM
     dram_store_sectors: float = 0.0
+    spread: dict = field(default_factory=dict)   # {member spread over the block's
+    #                                                threads: its serial run}
 
 
 def _whole_sectors(p, name) -> float:
@@ -309,6 +323,38 @@ def _box_extents(gf) -> dict:
     return {n: box_extents(b) for n, b in {**gf.member_regions, **gf.input_regions}.items()}
 
 
+def spread_steps(bx: int, by: int, mx: int, my: int, warp: int = 32) -> tuple:
+    """(warp executions, serial steps) of a member whose ``mx`` x ``my`` points (x fastest)
+    are spread over all the threads of a ``bx`` x ``by`` block: point ``f`` (row-major)
+    on the thread of linear index ``f % (bx * by)``, in step ``f // (bx * by)`` (the
+    last step's threads past the points idle, whole warps of them skipped)."""
+    threads, points = max(1, int(bx) * int(by)), max(1, int(mx) * int(my))
+    steps = -(-points // threads)
+    last = points - (steps - 1) * threads
+    return (steps - 1) * -(-threads // warp) + -(-last // warp), steps
+
+
+def _pure_counts(cp, x0, steps, ops, loads, reuse, sectors, shared_sites,
+                 extra_point: float = 0.0) -> tuple:
+    """(warp instructions, global load/store unit cycles, all load/store unit cycles) of a
+    member's pure stage run in ``x0`` warp executions of ``steps`` points a thread
+    (``reuse``: ``_unrolled_reuse``; ``sectors``: of one warp's global loads;
+    ``extra_point``: instructions a point adds to ``point_instructions``)."""
+    unr = min(steps, reuse["points"])
+    point = (cp.point_instructions + extra_point
+             + (unr - 1) * cp.unrolled_point_instructions) / unr
+    instructions = x0 * (ops + cp.load_instructions * loads * reuse["all"] + point)
+    load_lsu = x0 * sectors * reuse["global"] / 4.0
+    return instructions, load_lsu, x0 * shared_sites * reuse["shared"]
+
+
+def _member_cycles(mach, counts) -> float:
+    """An SM's issue cycles and load/store unit cycles of a member's counts (what it adds
+    to the kernel's two per-SM bounds)."""
+    return (counts[0] / mach.issue_per_cycle
+            + (counts[1] + counts[2]) * 128.0 / mach.l1_bytes_per_cycle)
+
+
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
                  n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
                  steady: float = 0.0) -> KernelCounts:
@@ -321,6 +367,7 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     run the steady state (``steady_fraction``)."""
     p = model.problem
     cp = model.spec.cost_params
+    mach = GpuMachine.of(model.spec)
     bx, by = block
     sx, sy = serial
     inner, outer = dims
@@ -343,14 +390,37 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
         mdims = tuple(d if d is not None and d < nd else None for d in dims)
         (ops, loads), updates = p.stage_info[m]
         glob, shared = _sites(p, group, m)
-        reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
-        sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
-        unr = min(steps, reuse["points"])
-        point = (cp.point_instructions + (unr - 1) * cp.unrolled_point_instructions) / unr
         ops = ops - steady * boundary_ops(p, m)
-        k.instructions += x0 * (ops + cp.load_instructions * loads * reuse["all"] + point)
-        k.load_lsu += x0 * sec0 * reuse["global"] / 4.0
-        k.lsu_cycles += x0 * shared.get(0, 0) * reuse["shared"]
+        pts = float(gf.member_points[m][i]) * per_block[m]
+        best, sec0 = None, 0
+        if m == group.output or (tx <= bx and ty <= by):
+            # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
+            # serial points below it
+            reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
+            sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
+            best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
+                    None, x0, sec0)
+        if m != group.output and not updates and None not in mdims and sx == 1:
+            # or its threads (tx, ty') fused and spread over all the block's threads
+            # (``spread_steps``), a serial run of ``t`` points each (the tiling's, or one)
+            for t in sorted({1, int(sy)}):
+                ty_t = -(-my // t)
+                warp_steps, _ = spread_steps(bx, by, mx, ty_t, model.spec.warp_size)
+                x0_t = warp_steps * max(1.0, pts / (mx * ty_t))
+                reuse = _unrolled_reuse(p, group, m, ext, i, mdims, (1, t), whole)
+                sec = _stage_sectors(p, group, m, 0, glob, mdims, mx, mx, ty_t, off, t)
+                alt = _pure_counts(cp, x0_t, x0_t / warp_steps, ops, loads, reuse, sec,
+                                   shared.get(0, 0), cp.spread_point_instructions)
+                if best is None or _member_cycles(mach, alt) < _member_cycles(mach, best[0]):
+                    best = (alt, t, x0_t, sec)
+        if best is None:
+            return None                             # it fits no mapping of this block
+        pure, how, x0, sec0 = best
+        if how is not None:
+            k.spread[m] = how
+        k.instructions += pure[0]
+        k.load_lsu += pure[1]
+        k.lsu_cycles += pure[2]
         k.rounds += 1 if sec0 else 0
         if m == group.output:
             k.lsu_cycles += x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
@@ -474,43 +544,57 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         extra = math.prod(region[d][1] - region[d][0] + 1 for d in extra_dims)
         n = int(n_tiles[i]) * extra
         # the block: the tile, grown to the largest member's extent (a halo), over the
-        # points each thread computes one after another
-        block = tuple(-(-max(int(sizes[d]), int(max(e[d][i] for e in ext.values() if len(e) > d)))
+        # points each thread computes one after another; or the output's own threads,
+        # the members that do not fit spread over them (``_main_kernel``): the cheaper
+        grown = tuple(-(-max(int(sizes[d]),
+                             int(max(e[d][i] for e in ext.values() if len(e) > d)))
                         // t.serial_of(d)) for d in tiled)
-        threads = math.prod(block) if block else 1
-        out_threads = math.prod(t.threads_of(d) for d in tiled)
+        own = tuple(t.threads_of(d) for d in tiled)
+        out_threads = math.prod(own)
         per_block = _per_block(p, gf, group, extra_dims, i, exts)
         # each member's buffer holds its share of the tile (a member without the output's
         # dimensions past the tiled ones holds all of its tile in every block)
         shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
                          for m in shared_members))
         per_thread = math.prod(t.serial_of(d) for d in tiled) * math.prod(sizes[d] for d in whole)
-        regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
-                   + spec.cost_params.serial_point_registers * (per_thread - 1))
-        occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
         active_sms = min(spec.sm_count, n)
-        gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n, t.serial)
-        why = ""
-        if threads > spec.max_threads_per_block:
-            why = f"{threads} threads per block > {spec.max_threads_per_block}"
-        elif out_threads % spec.warp_size:
-            why = (f"{out_threads} output threads per block is not a multiple of the warp size "
-                   f"{spec.warp_size}")
-        elif shared > spec.shared_mem_per_block_bytes:
-            why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
-        elif occ < spec.occupancy_threshold:
-            why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
-        elif active_sms < min(spec.sm_count, max_blocks(region, [s if d in tiled else None
-                                                                 for d, s in enumerate(sizes)],
-                                                        spec.warp_size)):
-            why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
-        shape = (block[0], block[1] if len(block) > 1 else 1)
         serial = tuple(t.serial_of(d) if d is not None else 1 for d in dims)
-        main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole, exts,
-                            steady_fraction(region, sizes, dims))
-        main.blocks_per_sm = max(blocks_per_sm, 1)
-        terms = _terms(mach, [main] + _update_launches(model, group, dims))
+        steady = steady_fraction(region, sizes, dims)
+        updates = _update_launches(model, group, dims)
+        best = None
+        for block in dict.fromkeys((grown, own)):
+            shape = (block[0], block[1] if len(block) > 1 else 1)
+            main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole,
+                                exts, steady)
+            if main is None:
+                continue
+            threads = math.prod(block) if block else 1
+            regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
+                       + spec.cost_params.serial_point_registers * (per_thread - 1))
+            occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
+            why = ""
+            if threads > spec.max_threads_per_block:
+                why = f"{threads} threads per block > {spec.max_threads_per_block}"
+            elif out_threads % spec.warp_size:
+                why = (f"{out_threads} output threads per block is not a multiple of the warp "
+                       f"size {spec.warp_size}")
+            elif shared > spec.shared_mem_per_block_bytes:
+                why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
+            elif occ < spec.occupancy_threshold:
+                why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
+            elif active_sms < min(spec.sm_count, max_blocks(region, [s if d in tiled else None
+                                                                     for d, s in enumerate(sizes)],
+                                                            spec.warp_size)):
+                why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
+            main.blocks_per_sm = max(blocks_per_sm, 1)
+            terms = _terms(mach, [main] + updates)
+            key = (bool(why), sum(terms.values()))
+            if best is None or key < best[0]:
+                gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n,
+                              t.serial, tuple(sorted(main.spread.items())))
+                best = (key, why, terms, gpu)
+        _, why, terms, gpu = best
         total = sum(terms.values()) if not why else math.inf
         done = sum(float(gf.member_points[m][i]) for m in gf.member_points) * n_tiles[i]
         need = sum(p.region_points(m) for m in gf.member_points)

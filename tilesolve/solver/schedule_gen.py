@@ -20,6 +20,9 @@ GPU
 * the output's tiled dimensions become blocks and threads (``gpu_tile``);
   producers are computed per block, stored in shared memory, with their
   tiled dimensions as threads;
+* a producer the cost model spreads over the block's threads (``GpuCost.spread``: a
+  half-resolution member of a full-resolution block, a halo wider than the block) has
+  its tiled loops fused and split by the block's threads (``_spread_member``);
 * the pure loops left outside a kernel's block loops become block dimensions
   too (fused into the third where there are more): a loop left there would run
   on the host and launch the kernel once per iteration (nl_means launched
@@ -317,7 +320,7 @@ def _cpu_group(problem, s, group, tiling) -> None:
         _schedule_updates(problem, s, m, False, extents)
 
 
-def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
+def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None) -> None:
     out = group.output
     f = problem.func(out)
     names = [v.name for v in f.pure.args]
@@ -348,6 +351,7 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
     block = [tiling.sizes[i] if i in tiled[:2] or i in whole
              else (1 if i > max(tiled) else None) for i in range(len(names))]
     at_root = _runtime_sized(problem, group, block) | (set(forced) & group.producers())
+    spread, threads_xy = _gpu_mapping(problem, model, group, tiling, at_root)
     for m in sorted(group.producers()):
         hm = s[m]
         mn = [v.name for v in problem.func(m).pure.args]
@@ -365,6 +369,8 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset()) -> None:
             continue
         hm.compute_at(out, block_var)
         hm.store_in("shared")
+        if m in spread and _spread_member(s, m, mn, tiled, threads_xy, spread[m]):
+            continue
         threads = [mn[i] for i in tiled if i < len(mn)]
         if serial or whole:
             threads = _serial_member(hm, mn, tiled, serial)
@@ -424,6 +430,50 @@ def _serial_member(hm, mn, tiled, serial) -> list:
     rest = [v for k, v in enumerate(mn) if k not in tiled]
     _try(hm.reorder, *(inner + rest + threads))
     return threads
+
+
+def _gpu_mapping(problem, model, group, tiling, at_root) -> tuple:
+    """How the cost model maps the producers of ``group`` (less those ``at_root``) onto
+    the threads of a block of ``tiling``: ({producer spread over the block's threads: its
+    serial run}, the block's threads (x, y)) (``cost_gpu._main_kernel``)."""
+    from .cost import CostModel
+    if model is None or model.problem is not problem:
+        model = CostModel(problem)
+    rest = Group(group.output, frozenset(group.members - set(at_root)))
+    gpu = model.cost(rest, tiling).gpu if len(rest.members) > 1 else None
+    if gpu is None or not gpu.spread or len(gpu.block) < 2:
+        return {}, None
+    return dict(gpu.spread), tuple(gpu.block[:2])
+
+
+def _spread_member(s, m, mn, tiled, threads_xy, run) -> bool:
+    """A producer computed per block spread over all the block's ``threads_xy`` threads
+    (the cost model's mapping for a member whose region is smaller or larger than the
+    block): its tiled dimensions ``x``, ``y`` (``y`` first split into runs of ``run``
+    points a thread, guarded) fused into one loop, split by the block's threads in x then
+    in y, the rest of it a serial loop of steps in each thread; loops innermost first: the
+    run, its other pure dimensions, the steps, the threads.  False (nothing done) where
+    the Schedule refuses a directive."""
+    x, y = mn[tiled[0]], mn[tiled[1]]
+    f = f"{x}_{y}"
+    rest = [v for k, v in enumerate(mn) if k not in tiled]
+
+    def apply(h):
+        inner = []
+        if run > 1:
+            if not _try(h.split, y, y, f"{y}s", run, tail="guard_with_if"):
+                return False
+            inner = [f"{y}s"]
+        return (_try(h.reorder, *(inner + [x, y] + rest))
+                and _try(h.fuse, x, y, f)
+                and _try(h.split, f, f"{f}_o", f"{f}_i", threads_xy[0], tail="guard_with_if")
+                and _try(h.split, f"{f}_o", f"{f}_n", f"{f}_t", threads_xy[1],
+                         tail="guard_with_if")
+                and _try(h.reorder, *(inner + rest + [f"{f}_n", f"{f}_i", f"{f}_t"]))
+                and _try(h.gpu_threads, f"{f}_i", f"{f}_t"))
+    if not apply(s.copy()[m]):
+        return False
+    return apply(s[m])
 
 
 def _gpu_updates(problem, s, name, dims, tile=None, threads_only=False, serial=None) -> None:
@@ -566,7 +616,7 @@ def schedule_from_columns(problem, columns, provenance, at_root=frozenset(),
     s = Schedule(problem.pipeline, target=target)
     for group, tiling, _cost in columns:
         if problem.spec.is_gpu:
-            _gpu_group(problem, s, group, tiling, at_root)
+            _gpu_group(problem, s, group, tiling, at_root, model)
         else:
             _cpu_group(problem, s, group, tiling)
     if problem.fixed is not None:

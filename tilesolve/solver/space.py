@@ -83,10 +83,15 @@ class GpuCost:
     active_sms: int
     blocks: int                 # blocks in the grid
     serial: tuple | None = None  # the tiling's points per thread per dimension (None: 1)
+    spread: tuple = ()          # ((producer, serial run), ...) spread over the block's threads
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
         d["block"] = list(self.block)
+        if self.spread:
+            d["spread"] = [list(x) for x in self.spread]
+        else:
+            del d["spread"]
         if self.serial is None:
             del d["serial"]
         else:
@@ -97,7 +102,8 @@ class GpuCost:
     def from_dict(d: dict) -> "GpuCost":
         serial = d.get("serial")
         return GpuCost(**{**d, "block": tuple(d["block"]),
-                          "serial": None if serial is None else tuple(serial)})
+                          "serial": None if serial is None else tuple(serial),
+                          "spread": tuple(tuple(x) for x in d.get("spread", ()))})
 
 
 @dataclass(frozen=True)

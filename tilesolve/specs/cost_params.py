@@ -91,6 +91,8 @@ class CostParams:
     update_unroll: int = 4               # loads of consecutive update steps in flight together
     unrolled_point_instructions: float = 3.0   # a point's overhead after the first, unrolled
     serial_point_registers: int = 1      # registers a thread for each serial point past one
+    spread_point_instructions: float = 4.0   # a spread member's point: its coordinates from
+    #                                          the fused thread index (division, remainder)
     # -- solver/tilings.py (GPU) -------------------------------------------------------
     gpu_inner: tuple = (8, 16, 32, 64, 128, 256)   # a block's threads in the inner dimension
     gpu_outer: tuple = (1, 2, 4, 8, 16, 32)        # a block's threads in the outer dimension
@@ -111,7 +113,8 @@ class CostParams:
 GPU_ONLY = frozenset({
     "default_registers_per_thread", "point_instructions", "load_instructions",
     "loop_instructions", "update_unroll", "unrolled_point_instructions",
-    "serial_point_registers", "gpu_inner", "gpu_outer", "gpu_serial", "gpu_serial_rows",
+    "serial_point_registers", "spread_point_instructions", "gpu_inner", "gpu_outer",
+    "gpu_serial", "gpu_serial_rows",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
     "root_block_rows", "update_block", "l2_over_dram"})
 # parameters a GPU spec's model reads (the others are the CPU model's)
