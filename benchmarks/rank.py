@@ -398,6 +398,13 @@ def interpreted_host_ms(rows: list, repeats: int = 10) -> dict:
 
 
 
+def _tie(cost: float) -> float:
+    """A prediction to 6 significant digits: the same kernels priced along two paths
+    (a candidate and the same directives under another name) differ in the last bits,
+    and rho must count them as the tie they are (averaged ranks), not as an order."""
+    return float(f"{cost:.6g}")
+
+
 def rank(a) -> None:
     """Rho per app of gpu_bench.py run's measurements."""
     rows = _load(a.json)["results"]
@@ -423,7 +430,7 @@ def rank(a) -> None:
     head = " stored" if now is not None else ""
     print(f"{'app':16s} {'n':>3s} {'rho':>6s}{head} {'spread':>7s}  fastest / best predicted")
     for app, rs in sorted(by_app.items()):
-        rho = spearman([r["predicted_cost"] for r in rs], [r["gpu_ms"] for r in rs])
+        rho = spearman([_tie(r["predicted_cost"]) for r in rs], [r["gpu_ms"] for r in rs])
         fast = min(r["gpu_ms"] for r in rs)
         best = min(rs, key=lambda r: r["predicted_cost"])["gpu_ms"]
         spread = max(r["gpu_ms"] for r in rs) / fast
@@ -431,7 +438,7 @@ def rank(a) -> None:
                       "fastest_ms": fast}
         old = ""
         if now is not None:
-            was = spearman([r["stored_cost"] for r in rs], [r["gpu_ms"] for r in rs])
+            was = spearman([_tie(r["stored_cost"]) for r in rs], [r["gpu_ms"] for r in rs])
             table[app]["stored_rho"] = was
             old = f" {'-' if was is None else format(was, '6.2f'):>6s}"
         print(f"{app:16s} {len(rs):3d} {'-' if rho is None else format(rho, '6.2f'):>6s}{old} "
