@@ -373,6 +373,40 @@ def test_output_read_before_its_min_by_another_output():
         ts.compile(p).realize([4], src=arr)
 
 
+
+def test_round_up_reading_an_output_past_its_size_is_refused_by_every_backend():
+    """A round_up split of ``f0`` computed per point of ``f1`` computes two points of it
+    and reads the other output (the input through repeat_edge) one past the size asked
+    for: the interpreter of the lowered program refuses before running, with the same
+    message as compiled code (it read past the buffer, then raised an error of its own)."""
+    from tilesolve.lower import interpret, lower
+    inp = ts.ImageParam(ts.uint8, 1, "in0")
+    rep = ts.boundary.repeat_edge(inp)
+    f0, f1 = ts.Func("f0"), ts.Func("f1")
+    f0[x] = ts.cast(ts.int32, rep[x]) * 3
+    f1[x] = f0[x] + ts.cast(ts.int32, rep[x]) * 2
+    p = ts.Pipeline([f1, rep])
+    s = ts.Schedule(p)
+    s[f0].compute_at(f1, x).split(x, ts.Var("xo"), ts.Var("xi"), 2, tail="round_up")
+    a = np.array([7, 9], np.uint8)
+    msg = (rf"output {rep.name} would be accessed over \[0, 1\] in dimension 0 but its size "
+           r"there is 1")
+    bufs = {"in0": a, "f1": np.zeros(1, np.int32), rep.name: np.zeros(1, np.uint8)}
+    with pytest.raises(RealizeError, match=msg):
+        interpret(lower(p, s), bufs, {})
+    with pytest.raises(RealizeError, match=msg):
+        ts.compile(p, s).realize([1], in0=a)
+    # each point of f1 rounds f0 up to two points, so every size reads one past
+    with pytest.raises(RealizeError, match=rf"output {rep.name} would be accessed over "
+                                           r"\[0, 4\] in dimension 0 but its size there is 4"):
+        ts.compile(p, s).realize([4], in0=a)
+    # the same split guarded reads nothing past the output, and equals the reference
+    g = ts.Schedule(p)
+    g[f0].compute_at(f1, x).split(x, ts.Var("xo"), ts.Var("xi"), 2, tail="guard_with_if")
+    want = ts.reference.realize(p, [4], in0=a)
+    got = ts.compile(p, g).realize([4], in0=a)
+    assert got[0].tolist() == want[0].tolist() == [35, 45, 45, 45]
+
 # -- float16 values out of its range, and arrays of another float type -----------------------
 def _f16_pipeline():
     img, k = ts.ImageParam(ts.float16, 1, "img"), ts.Param(ts.float16, "k", 1.5)

@@ -212,7 +212,10 @@ class Interpreter(VectorMode):
 # Entry points
 # ---------------------------------------------------------------------------
 def interpret(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = None) -> None:
-    """Run ``lowered`` on numpy arrays (outputs are filled in place)."""
+    """Run ``lowered`` on numpy arrays (outputs are filled in place), after the check every
+    backend makes first (``regions.check_inputs``): ``RealizeError`` naming the buffer and
+    dimension where an input, or an output the program reads (a round_up split of a Func
+    that reads another output), does not cover what the program touches."""
     params = params or {}
     it = Interpreter(lowered)
     env = {}
@@ -236,6 +239,8 @@ def interpret(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = N
             env[f"{a.name}.stride.{d}"] = np.int32(strides[d])
         if a.is_output:
             outs.append((a, arr, strides))
+    from .regions import check_inputs
+    check_inputs(lowered, buffers, params)
     it.run(env)
     for a, arr, strides in outs:
         buf = it.bufs[a.name]
@@ -279,8 +284,6 @@ def run(lowered: L.LoweredPipeline, sizes, **inputs_and_params):
             if a.name not in inputs_and_params:
                 raise RealizeError(f"run(): missing input {a.name!r}")
             bufs[a.name] = np.asarray(inputs_and_params[a.name])
-    from .regions import check_inputs
-    check_inputs(lowered, bufs, params)
     interpret(lowered, bufs, params)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
