@@ -17,7 +17,7 @@ from tilesolve.specs import host as host_mod
 from tilesolve.specs.cost_params import defaults
 from tilesolve.specs.loader import calibrated_host, default_cache_dir, spec_from_yaml
 from tilesolve.tune.calibrate import QUICK, calibrate
-from tilesolve.tune.fit import fit_spec, spearman
+from tilesolve.tune.fit import fit_spec, price_samples, spearman
 from tilesolve.tune.microbench import Measurement, MicroResults
 from tilesolve.tune.training import (KINDS, TrainingMismatch, build_cases, check_case,
                                      measure_cases)
@@ -131,13 +131,31 @@ def test_spearman_ranks():
 
 
 def test_predicted_cost_is_linear_in_load_cost(cases):
+    """Without the overlap of memory and arithmetic (``memory_overlap``) and the
+    streams, every term is a constant or ``load_cost`` times a number of words."""
     c = cases[1]
     _label, sched = c.schedules[0]
-    m = ts.load_spec(MACHINE)
+    m = ts.load_spec(MACHINE).with_cost_params(memory_overlap=0.0)
     p = [predict_cost(c.pipeline, sched, m.replace(load_cost=L), c.estimates)
          for L in (10.0, 20.0, 40.0)]
     assert p[0] < p[1] < p[2]
     assert p[2] - p[1] == pytest.approx(2 * (p[1] - p[0]), rel=1e-9)
+
+
+def test_the_fits_split_of_a_sample_prices_it_exactly_at_any_load_cost(cases):
+    """``price_samples`` prices each sample once; its ``PricedSample.cost(L)`` is what
+    the model predicts with ``load_cost`` L, the overlap of memory and arithmetic and
+    the streams included, on both sides of the point where a group turns memory-bound."""
+    base = ts.load_spec(MACHINE)
+    assert base.cost_params.memory_overlap > 0
+    samples = [(c.pipeline, sched, c.estimates, 1.0) for c in cases[:4]
+               for _label, sched in c.schedules]
+    priced = price_samples(base, samples)
+    assert any(p.overlaps for p in priced)
+    for L in (0.5, 5.0, 40.0, 400.0):
+        for (pipe, sched, est, _), p in zip(samples, priced):
+            want = predict_cost(pipe, sched, base.replace(load_cost=L), est)
+            assert p.cost(L) == pytest.approx(want, rel=1e-9)
 
 
 # ---------------------------------------------------------------------------

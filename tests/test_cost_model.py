@@ -9,6 +9,7 @@ from tilesolve.solver.cost import CostModel, num_tiles, occupancy
 from tilesolve.solver.problem import Problem
 from tilesolve.solver.space import Group, Tiling
 from tilesolve.specs import load_spec
+from pinned import PINNED
 
 W, H = 6400, 4800
 
@@ -217,3 +218,28 @@ def test_tall_tiles_pay_for_rows_beyond_the_prefetcher():
     assert tall.streams == 0 and tall.total < flat.total
     half = totals(host.with_cost_params(stream_miss_loads=STREAM_MISS_LOADS / 2))[0]
     assert abs(half.streams - totals(host)[0].streams / 2) <= 1e-6 * half.streams
+
+
+def test_only_the_arithmetic_of_stages_that_move_memory_hides_under_it():
+    """``memory_overlap``: the group's output (it stores) and the members that read from
+    outside the group overlap their arithmetic with the group's memory traffic; haar's
+    ``shrunk`` and ``inv_y`` read only in-cache buffers, so theirs adds in full."""
+    from tilesolve.apps.validation import haar
+    pipe, est = haar.build()
+    p = Problem(pipe, PINNED, est)
+    assert {"haar_x", "shrunk", "inv_y"} <= set(p.funcs)
+    group = Group("output", frozenset({"output", "inv_y", "shrunk", "haar_x"}))
+    tiling = CostModel(p).best(group)[0]
+    cost = CostModel(p).cost(group, tiling)
+    cached = PINNED.cost_params.cached_load_ops
+
+    def work(name):
+        (ops, loads), _ = p.stage_info[name]
+        return p.region_points(name) * (ops + cached * loads)
+
+    assert cost.moving == pytest.approx(work("output") + work("haar_x"))
+    share = PINNED.cost_params.memory_overlap
+    assert cost.overlap == pytest.approx(share * min(cost.moving, cost.loads + cost.stores))
+    assert cost.total == pytest.approx(sum(cost.terms().values()))
+    plain = CostModel(Problem(pipe, PINNED.with_cost_params(memory_overlap=0.0), est))
+    assert plain.cost(group, tiling).total == pytest.approx(cost.total + cost.overlap)

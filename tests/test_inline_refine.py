@@ -55,3 +55,37 @@ def test_gpu_specs_are_left_alone():
     app, pipe, est = _laplacian()
     p = Problem(pipe, ts.load_spec("h100"), est)
     assert refine_inlining(p)[0] is p
+
+
+def _haar():
+    from tilesolve.apps.validation import haar
+    pipe, est = haar.build()
+    return haar, pipe, est
+
+
+def test_a_member_computed_in_a_group_is_retried_inlined_and_stays_correct():
+    """haar's ``haar_x`` (read at two rows by each subband) is computed per tile by
+    greedy; inlined into the subbands its arithmetic overlaps the input's reads, and
+    the model finds that cheaper.  Without ``inline_members`` it stays a member."""
+    app, pipe, est = _haar()
+    s = ts.solve_schedule(pipe, PINNED, estimates=est, method="greedy")
+    assert "haar_x" in s.provenance.inlined and "s[haar_x]" not in str(s)
+    off = ts.solve_schedule(pipe, PINNED.with_cost_params(inline_members=False),
+                            estimates=est, method="greedy")
+    assert "haar_x" not in off.provenance.inlined and "s[haar_x]" in str(off)
+    assert s.provenance.predicted_cost < 0.97 * off.provenance.predicted_cost
+    small = app.SMALL_SIZE
+    inp = app.make_inputs(small)
+    out = np.asarray(ts.compile(pipe, s).realize(small, **inp))
+    np.testing.assert_allclose(out, app.numpy_reference(inp, small), rtol=1e-5, atol=1e-6)
+
+
+def test_members_that_inlining_would_evaluate_too_often_are_not_tried():
+    """unsharp's ``blur_x`` is read once a point by a stage evaluated for each of three
+    colour channels: inlined, it would be computed three times a point."""
+    app = get_app("unsharp")
+    pipe, est = app.build(app.PAPER_SIZE)
+    p = Problem(pipe, PINNED, est)
+    assert candidates(p, greedy_groups(CostModel(p))) == []
+    wide = Problem(pipe, PINNED.with_cost_params(inline_member_recompute=4), est)
+    assert candidates(wide, greedy_groups(CostModel(wide))) == ["blur_x"]

@@ -65,6 +65,16 @@ def arith_per_tile(problem, gf):
     return total
 
 
+def hidden_arithmetic(cp, moving, memory):
+    """Arithmetic that runs while the memory traffic is in flight: a share
+    (``memory_overlap``) of the smaller of the two, counting only the arithmetic of the
+    stages that move that traffic (the group's output, which stores, and the members
+    that read from outside the group).  Out-of-order cores and prefetchers overlap a
+    loop's loads and stores with the loop's own arithmetic; a member that only reads
+    and writes in-cache buffers runs while memory idles, so its arithmetic adds."""
+    return cp.memory_overlap * np.minimum(moving, memory)
+
+
 def input_words_per_tile(problem, gf):
     """Words read from outside the group for one tile (Mullapudi's
     group_tile_loads: each input element of the tile's footprint loaded once)."""
@@ -381,6 +391,7 @@ class CostModel:
         memory = np.maximum(loads + stores, 1.0)
         bound = np.clip(1.0 - (arith + lanes) / memory, 0.0, 1.0)     # memory-bound share
         streams = misses * bound
+        overlap = hidden_arithmetic(cp, tt.moving, loads + stores)
         in_tasks = arith + lanes + regs + red + l1 - n * tt.root_updates
         imbalance = wave_imbalance(tile_tasks(p, group, menu), workers(spec))
         parallel = in_tasks * (imbalance - 1.0) + n * tt.root_update_imbalance
@@ -391,7 +402,7 @@ class CostModel:
         ok = ~(over_cache | few_tiles | holds)
         overhead = cp.tile_overhead_ops * n * len(group.members)
         totals = np.where(ok, arith + lanes + regs + red + l1 + loads + stores + parallel
-                          + overhead + streams, math.inf)
+                          + overhead + streams - overlap, math.inf)
         done = sum(gf.member_points.values()) * n
         need_pts = sum(p.region_points(m) for m in gf.member_points)
 
@@ -407,5 +418,6 @@ class CostModel:
                         float(overhead[i]), bool(ok[i]), "; ".join(reasons), int(n[i]), int(fp[i]),
                         float(done[i]) / need_pts if need_pts else 1.0, None,
                         float(lanes[i]), float(parallel[i]), float(l1[i]), float(regs[i]),
-                        float(red[i]), float(streams[i]), float(misses[i]))
+                        float(red[i]), float(streams[i]), float(misses[i]), float(overlap[i]),
+                        float(tt.moving))
         return GroupCosts(menu, totals, make)

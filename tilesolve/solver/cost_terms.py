@@ -152,6 +152,7 @@ class TileTerms:
     root_updates: np.ndarray
     root_update_imbalance: np.ndarray
     strided: np.ndarray
+    moving: float            # arithmetic of the stages that move the group's memory traffic, per run
 
 
 def strided_cost(problem, gf, reads, pts, sweep, extent):
@@ -194,6 +195,13 @@ def _ext(box, d):
     return box_extents(box)[d]
 
 
+def moves_memory(problem, group, name: str) -> bool:
+    """Whether stage ``name`` of ``group`` moves the group's memory traffic: the output
+    stores it, a member reading from outside the group loads it (their arithmetic may
+    overlap it: ``cost.hidden_arithmetic``)."""
+    return name == group.output or not problem.callees[name] <= group.members
+
+
 def tiled_stage(problem, group) -> int:
     """The output's update that ``schedule_gen`` tiles for this group (its members read
     only by that update are computed per tile of it), or 0."""
@@ -209,7 +217,7 @@ def tile_terms(problem, group, gf, k: int) -> TileTerms:
     regs_avail = vector_registers(spec)
     zero = np.zeros(k)
     arith, lanes, regs, red, root_upd = zero.copy(), zero.copy(), zero.copy(), zero.copy(), zero.copy()
-    root_imb_work, strided = zero.copy(), zero.copy()
+    root_imb_work, strided, moving = zero.copy(), zero.copy(), 0.0
     w = workers(spec)
     for m, pts in gf.member_points.items():
         (ops, loads), updates = problem.stage_info[m]
@@ -224,6 +232,10 @@ def tile_terms(problem, group, gf, k: int) -> TileTerms:
         L = spec.vector_lanes(problem.bytes_per_point(m))
         pure_arith = pts * (ops + cached_load_ops * loads)
         arith += pure_arith
+        if moves_memory(problem, group, m):
+            # the points the output needs, not those a tile recomputes: a halo's
+            # recomputation reads memory again and hides nothing
+            moving += problem.region_points(m) * (ops + cached_load_ops * loads)
         if ops + loads:
             lanes += pure_arith * (1.0 / lane_utilization(_ext(box, 0), L) - 1.0)
         if loads > regs_avail:
@@ -281,7 +293,7 @@ def tile_terms(problem, group, gf, k: int) -> TileTerms:
                     k = root_update_chunks(cp, extent(u.vector_dim), tasks, L, w)
                     tasks = tasks * k if blk is None else np.where(on, tasks, tasks * k)
                 root_imb_work += work * (wave_imbalance(tasks, w) - 1.0)
-    return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work, strided)
+    return TileTerms(arith, lanes, regs, red, root_upd, root_imb_work, strided, moving)
 
 
 def rdom_loop_ops(params, inner_extent: int, rdom_points: int) -> float:

@@ -10,12 +10,17 @@ size) is read by the next pyramid level and by the Laplacian level 0; computed a
 root it costs more memory traffic than recomputing it inside its two readers.
 
 So after a greedy grouping, each large Func the grouping left at root is tried
-inlined: the problem is made again with it inlined, grouped again by greedy, and the
-cheapest answer in the cost model is kept when it is at least ``inline_min_gain``
-cheaper.  Up to ``inline_rounds`` rounds, each trying at most ``inline_trials`` Funcs,
-largest first (the spec's ``cost_params``).
+inlined, and so is each producer computed inside a group (``inline_members``): a
+member's buffer costs its stores, its loads and a loop nest of its own, and a member
+that only reads in-cache buffers runs while memory idles (``cost.hidden_arithmetic``),
+where inlined into a stage that moves memory its arithmetic overlaps that traffic.
+For each trial the problem is made again with the Func inlined, grouped again by
+greedy, and the cheapest answer in the cost model is kept when it is at least
+``inline_min_gain`` cheaper.  Up to ``inline_rounds`` rounds, each trying at most
+``inline_trials`` roots, largest first, and ``inline_member_trials`` members, the most
+arithmetic first (the spec's ``cost_params``).
 Only Funcs ``choose_inlined`` could inline qualify (pure, not an output, no
-updates, not read at a data-dependent index or by an update), only those whose
+updates, not read at a data-dependent index or by an update), only roots whose
 region is larger than the spec's cache for tiles (smaller ones stay in cache
 anyway), and only those that inlining would evaluate at most ``inline_max_recompute``
 times per point (``inline.recompute_factors``): a stencil inlined into a stencil
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 from ..model import expr as E
 from ..model.visit import walk
+from .cost_terms import moves_memory
 from .inline import data_dependent, recompute_factors
 
 def _read_at_data_dependent_index(problem, name: str) -> bool:
@@ -38,22 +44,43 @@ def _read_at_data_dependent_index(problem, name: str) -> bool:
     return False
 
 
-def candidates(problem, result) -> list:
-    """Funcs at root in greedy's ``result`` that inlining might pay for, largest first."""
-    out = []
+def _would_overlap(problem, group, name: str) -> bool:
+    """Whether inlining member ``name`` can put its arithmetic under memory traffic:
+    it moves memory itself (its readers would, once it is inlined into them), or every
+    reader does.  Inlining any other member only recomputes it in cache."""
+    return moves_memory(problem, group, name) or all(
+        moves_memory(problem, group, c) for c in problem.consumers[name] if c in group.members)
+
+
+def candidates(problem, result, tried=frozenset()) -> list:
+    """The Funcs of greedy's ``result``, but those ``tried``, to try inlining in one round: up to
+    ``inline_trials`` at root whose buffer outgrows the cache for tiles, largest first,
+    then (with ``inline_members``) up to ``inline_member_trials`` producers computed
+    inside a group whose arithmetic inlining would overlap with memory traffic
+    (``_would_overlap``), the most arithmetic first."""
+    cp = problem.spec.cost_params
+    roots, members = [], []
     for cols in result.columns:
-        name = cols[0].output
-        if (problem.is_output(name) or problem.has_updates(name)
-                or name in problem.update_readers or name in problem.keep):
-            continue
-        size = problem.region_points(name) * problem.bytes_per_point(name)
-        if size <= problem.spec.tile_cache_bytes or _read_at_data_dependent_index(problem, name):
-            continue
-        out.append((size, name))
-    factors = recompute_factors(problem.pipeline, problem.regions, problem.inlined,
-                                [n for _, n in out])
-    most = problem.spec.cost_params.inline_max_recompute
-    return [n for _, n in sorted(out, reverse=True) if factors[n] <= most]
+        group = cols[0]
+        for name in sorted(group.members):
+            if (problem.is_output(name) or problem.has_updates(name) or name in tried
+                    or name in problem.update_readers or name in problem.keep):
+                continue
+            if name == group.output:
+                size = problem.region_points(name) * problem.bytes_per_point(name)
+                if size > problem.spec.tile_cache_bytes:
+                    roots.append((size, name))
+            elif cp.inline_members and _would_overlap(problem, group, name):
+                (ops, loads), _ = problem.stage_info[name]
+                members.append((problem.region_points(name) * (ops + loads), name))
+    out = [n for _, n in roots + members if not _read_at_data_dependent_index(problem, n)]
+    factors = recompute_factors(problem.pipeline, problem.regions, problem.inlined, out)
+
+    def pick(ranked, most, count):
+        return [n for _, n in sorted(ranked, reverse=True)
+                if n in factors and factors[n] <= most][:count]
+    return (pick(roots, cp.inline_max_recompute, cp.inline_trials)
+            + pick(members, cp.inline_member_recompute, cp.inline_member_trials))
 
 
 def refine_inlining(problem):
@@ -70,7 +97,7 @@ def refine_inlining(problem):
     cp = problem.spec.cost_params
     tried: set = set()
     for _ in range(cp.inline_rounds):
-        names = [n for n in candidates(problem, result) if n not in tried][:cp.inline_trials]
+        names = candidates(problem, result, tried)
         best = None
         for name in names:
             tried.add(name)

@@ -135,13 +135,15 @@ class Cost:
     reduction: float = 0.0      # accumulator stores and RDom loop overhead of update stages
     streams: float = 0.0        # memory words a tile moves beyond the prefetcher's streams
     stream_misses: float = 0.0  # those misses before scaling by how memory-bound the tile is
+    overlap: float = 0.0        # arithmetic hidden under the memory traffic (subtracted)
+    moving: float = 0.0         # arithmetic of the stages that move the memory traffic
 
     def terms(self) -> dict:
         """The named terms whose sum is ``total`` (for a feasible column)."""
         return {"arith": self.arith, "lanes": self.lanes, "registers": self.registers,
                 "reduction": self.reduction, "l1": self.l1, "loads": self.loads,
                 "stores": self.stores, "parallel": self.parallel, "overhead": self.overhead,
-                "streams": self.streams}
+                "streams": self.streams, "overlap": -self.overlap}
 
     def to_dict(self) -> dict:
         """Plain data (non-finite numbers become None: JSON has no infinity)."""

@@ -34,6 +34,7 @@ class CostParams:
     mmap_threshold_bytes: int = 32 << 20  # glibc maps afresh a block this large or larger
     update_pass_words: float = 1.0       # loads per word a root update's pass writes back
     llc_keep_fraction: float = 0.5       # share of the LLC a root buffer keeps between passes
+    memory_overlap: float = 0.5          # share of memory time that hides the arithmetic moving it
     # -- solver/cost_terms.py ----------------------------------------------------------
     spill_ops: float = 2.0               # a spill store and its reload
     l2_word_ops: float = 1.0             # a word brought back to L1 from L2
@@ -77,6 +78,9 @@ class CostParams:
     inline_rounds: int = 3
     inline_trials: int = 6
     inline_max_recompute: float = 4.0    # evaluations a point a retried inlining may cost
+    inline_members: bool = True          # retry inlining producers computed inside groups
+    inline_member_recompute: float = 2.0  # ... that inlining would evaluate at most this often
+    inline_member_trials: int = 2        # members tried a round, the most arithmetic first
     # -- solver/robust.py --------------------------------------------------------------
     auto_tie: float = 0.10               # auto's answers this close in cost are a tie
     auto_spread: float = 2.0             # each uncertain parameter is scaled by this and 1/this

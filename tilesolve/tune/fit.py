@@ -8,15 +8,17 @@
 What is fitted, and why this way
 --------------------------------
 On a CPU spec the model's cost of a fixed schedule is linear in ``load_cost``
-but for one term: every term but ``loads``, ``stores`` and ``streams`` is
-independent of it, ``loads`` and ``stores`` are ``load_cost`` times a number of
-words, and ``streams`` is ``load_cost`` times its unprefetched words, scaled by how
-memory-bound the tile is, which moves with ``load_cost`` (``PricedSample.cost``
-keeps that exact).  So each sample is priced **once**, with the starting spec, and
+but for two terms: every term but ``loads``, ``stores``, ``streams`` and ``overlap``
+is independent of it, ``loads`` and ``stores`` are ``load_cost`` times a number of
+words, ``streams`` is ``load_cost`` times its unprefetched words, scaled by how
+memory-bound the tile is, which moves with ``load_cost``, and ``overlap`` is a share of
+the smaller of the memory time and the arithmetic moving it (``PricedSample.cost``
+keeps both exact).  So each sample is priced **once**, with the starting spec, and
 split into ``compute`` (arithmetic, lanes, registers, reductions, L1, parallel
-waves, tile overhead), ``words`` (memory traffic) and the streams columns; for any
-``load_cost`` L the prediction is ``PricedSample.cost(L)`` (``compute + L * words``
-plus the streams terms) and the time is ``scale`` times it:
+waves, tile overhead), ``words`` (memory traffic), the streams and the overlap
+columns; for any ``load_cost`` L the prediction is ``PricedSample.cost(L)``
+(``compute + L * words`` plus the streams terms, less the overlaps) and the time is
+``scale`` times it:
 
 * ``load_cost``, the balance between memory and arithmetic: a 1-D search on
   log L (a log grid, then golden-section refinement);
@@ -69,17 +71,24 @@ class PricedSample:
     """One sample priced with the starting spec: ``compute + L * words`` cost units,
     plus its columns' ``streams`` terms: per column ``(m, c, w)``, the unprefetched
     words (times ``cost_params.stream_miss_loads``), the compute and the memory words, whose term
-    at load cost ``L`` is ``L * m * clip(1 - c / (L * w), 0, 1)``."""
+    at load cost ``L`` is ``L * m * clip(1 - c / (L * w), 0, 1)``; less its columns'
+    ``overlaps``: per column ``(a, w)``, the arithmetic of the stages that move memory and
+    the memory words, whose term is ``share * min(a, L * w)`` (``cost.hidden_arithmetic``,
+    ``share`` = ``cost_params.memory_overlap``)."""
 
     compute: float
     words: float
     measured_ms: float
     streams: tuple = ()
+    overlaps: tuple = ()
+    share: float = 0.0
 
     def cost(self, L: float) -> float:
         total = self.compute + L * self.words
         for m, c, w in self.streams:
             total += L * m * min(1.0, max(0.0, 1.0 - c / max(L * w, 1e-300)))
+        for a, w in self.overlaps:
+            total -= self.share * min(a, L * w)
         return total
 
 
@@ -164,8 +173,10 @@ def price_samples(spec, samples) -> List[PricedSample]:
         memory = sum(c.loads + c.stores for c in costs)
         streams = tuple((c.stream_misses / L0, c.arith + c.lanes, (c.loads + c.stores) / L0)
                         for c in costs if c.stream_misses)
-        out.append(PricedSample(total - memory - sum(c.streams for c in costs), memory / L0,
-                                float(ms), streams))
+        overlaps = tuple((c.moving, (c.loads + c.stores) / L0) for c in costs if c.overlap)
+        out.append(PricedSample(total - memory - sum(c.streams for c in costs)
+                                + sum(c.overlap for c in costs), memory / L0,
+                                float(ms), streams, overlaps, spec.cost_params.memory_overlap))
     return out
 
 
