@@ -167,4 +167,4 @@ def test_explain_ir_without_halide_says_why(capsys, monkeypatch):
 def test_explain_takes_the_validation_suite(capsys):
     assert main(["explain", "haar", "--spec", "xeon-e5-2620v3", "--profile", "--runs", "1"]) == 0
     out = capsys.readouterr().out
-    assert "== haar at [64, 48]" in out and "haar_x" in out.split("== profile")[1]
+    assert "== haar at [64, 48]" in out and "shrunk" in out.split("== profile")[1]
