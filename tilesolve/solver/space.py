@@ -178,6 +178,8 @@ class Cost:
             v = getattr(self, name)
             if v:
                 line += f" + {name} {v:.6g}"
+        if self.overlap:
+            line += f" - overlap {self.overlap:.6g} (arithmetic under memory traffic)"
         out = [line]
         g = self.gpu
         if g is not None:
