@@ -10,10 +10,11 @@ size) is read by the next pyramid level and by the Laplacian level 0; computed a
 root it costs more memory traffic than recomputing it inside its two readers.
 
 So after a greedy grouping, each large Func the grouping left at root is tried
-inlined, and so is each producer computed inside a group (``inline_members``): a
-member's buffer costs its stores, its loads and a loop nest of its own, and a member
-that only reads in-cache buffers runs while memory idles (``cost.hidden_arithmetic``),
-where inlined into a stage that moves memory its arithmetic overlaps that traffic.
+inlined, and so is each producer computed inside a group (``inline_members``) whose
+arithmetic would then overlap memory traffic: a member that reads and writes only
+in-cache buffers runs while memory idles, and inlined into a stage that moves memory
+(``cost_terms.moves_memory``) its arithmetic overlaps that traffic
+(``cost.hidden_arithmetic``).
 For each trial the problem is made again with the Func inlined, grouped again by
 greedy, and the cheapest answer in the cost model is kept when it is at least
 ``inline_min_gain`` cheaper.  Up to ``inline_rounds`` rounds, each trying at most
