@@ -1,4 +1,4 @@
-"""Inlining revisited after grouping (CPU specs).
+"""Inlining revisited after grouping.
 
 ``choose_inlined`` decides before grouping, by counting work only: a Func whose
 inlining would evaluate it more often than once per point stays a Func, on the
@@ -27,6 +27,10 @@ anyway), and only those that inlining would evaluate at most ``inline_max_recomp
 times per point (``inline.recompute_factors``): a stencil inlined into a stencil
 multiplies its work by the footprint, which no saved memory traffic repays, and
 each trial costs a greedy grouping.
+
+GPU specs run the same trials on roots only, ``gpu_inline_trials`` a round (a GPU
+greedy grouping of local_laplacian takes seconds): there ``gPyramid_0`` inlined into its
+readers' kernels saves 2.7x of the DRAM sectors at the launch level.
 """
 from __future__ import annotations
 
@@ -55,8 +59,8 @@ def _would_overlap(problem, group, name: str) -> bool:
 
 def candidates(problem, result, tried=frozenset()) -> list:
     """The Funcs of greedy's ``result``, but those ``tried``, to try inlining in one round: up to
-    ``inline_trials`` at root whose buffer outgrows the cache for tiles, largest first,
-    then (with ``inline_members``) up to ``inline_member_trials`` producers computed
+    ``inline_trials`` (``gpu_inline_trials``) at root whose buffer outgrows the cache
+    for tiles, largest first, then (with ``inline_members``, CPU specs) up to ``inline_member_trials`` producers computed
     inside a group whose arithmetic inlining would overlap with memory traffic
     (``_would_overlap``), the most arithmetic first."""
     cp = problem.spec.cost_params
@@ -71,7 +75,8 @@ def candidates(problem, result, tried=frozenset()) -> list:
                 size = problem.region_points(name) * problem.bytes_per_point(name)
                 if size > problem.spec.tile_cache_bytes:
                     roots.append((size, name))
-            elif cp.inline_members and _would_overlap(problem, group, name):
+            elif (cp.inline_members and not problem.spec.is_gpu
+                  and _would_overlap(problem, group, name)):
                 (ops, loads), _ = problem.stage_info[name]
                 members.append((problem.region_points(name) * (ops + loads), name))
     out = [n for _, n in roots + members if not _read_at_data_dependent_index(problem, n)]
@@ -80,7 +85,8 @@ def candidates(problem, result, tried=frozenset()) -> list:
     def pick(ranked, most, count):
         return [n for _, n in sorted(ranked, reverse=True)
                 if n in factors and factors[n] <= most][:count]
-    return (pick(roots, cp.inline_max_recompute, cp.inline_trials)
+    trials = cp.gpu_inline_trials if problem.spec.is_gpu else cp.inline_trials
+    return (pick(roots, cp.inline_max_recompute, trials)
             + pick(members, cp.inline_member_recompute, cp.inline_member_trials))
 
 
@@ -93,8 +99,6 @@ def refine_inlining(problem):
     from .problem import Problem
     model = CostModel(problem)
     result = greedy_groups(model)
-    if problem.spec.is_gpu:
-        return problem, model, result
     cp = problem.spec.cost_params
     tried: set = set()
     for _ in range(cp.inline_rounds):

@@ -111,6 +111,8 @@ class CostParams:
     root_block_rows: int = 8             # warps (rows) of a block of a producer at root
     update_block: tuple = (16, 8)        # threads of an update kernel's block over two dims
     l2_over_dram: float = 2.0            # L2 bandwidth over DRAM's where the spec gives none
+    # -- solver/inline_refine.py (GPU) -------------------------------------------------
+    gpu_inline_trials: int = 2           # root Funcs tried a round (each a GPU greedy grouping)
 
 
 # parameters only the GPU model reads (a cpu spec takes none of them)
@@ -120,9 +122,11 @@ GPU_ONLY = frozenset({
     "serial_point_registers", "spread_point_instructions", "gpu_inner", "gpu_outer",
     "gpu_serial", "gpu_serial_rows",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
-    "root_block_rows", "update_block", "l2_over_dram"})
-# parameters a GPU spec's model reads (the others are the CPU model's)
-GPU_PARAMS = frozenset({"cached_load_ops"}) | GPU_ONLY
+    "root_block_rows", "update_block", "l2_over_dram", "gpu_inline_trials"})
+# parameters a GPU spec's model reads (the others are the CPU model's): the inlining
+# trials after grouping run on both
+GPU_PARAMS = frozenset({"cached_load_ops", "inline_min_gain", "inline_rounds",
+                        "inline_max_recompute"}) | GPU_ONLY
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(CostParams)}
