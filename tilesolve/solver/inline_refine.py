@@ -58,11 +58,12 @@ def _would_overlap(problem, group, name: str) -> bool:
 
 
 def candidates(problem, result, tried=frozenset()) -> list:
-    """The Funcs of greedy's ``result``, but those ``tried``, to try inlining in one round: up to
-    ``inline_trials`` (``gpu_inline_trials``) at root whose buffer outgrows the cache
-    for tiles, largest first, then (with ``inline_members``, CPU specs) up to ``inline_member_trials`` producers computed
-    inside a group whose arithmetic inlining would overlap with memory traffic
-    (``_would_overlap``), the most arithmetic first."""
+    """The Funcs of greedy's ``result`` (but those ``tried``) to try inlining in one
+    round: up to ``inline_trials`` (``gpu_inline_trials`` on a GPU spec) at root whose
+    buffer outgrows the cache for tiles, largest first; then, on a CPU spec with
+    ``inline_members``, up to ``inline_member_trials`` producers computed inside a group
+    whose arithmetic inlining would overlap with memory traffic (``_would_overlap``),
+    the most arithmetic first."""
     cp = problem.spec.cost_params
     roots, members = [], []
     for cols in result.columns:
