@@ -373,7 +373,6 @@ def test_output_read_before_its_min_by_another_output():
         ts.compile(p).realize([4], src=arr)
 
 
-
 def test_round_up_reading_an_output_past_its_size_is_refused_by_every_backend():
     """A round_up split of ``f0`` computed per point of ``f1`` computes two points of it
     and reads the other output (the input through repeat_edge) one past the size asked

@@ -26,6 +26,7 @@ from ..model import expr as E
 from ..model.evaluate import evaluate
 from ..model.visit import mutate
 from . import ir as L
+from .regions import check_inputs
 from .interpret_vector import VectorMode
 
 PAD = 2
@@ -239,7 +240,6 @@ def interpret(lowered: L.LoweredPipeline, buffers: dict, params: dict | None = N
             env[f"{a.name}.stride.{d}"] = np.int32(strides[d])
         if a.is_output:
             outs.append((a, arr, strides))
-    from .regions import check_inputs
     check_inputs(lowered, buffers, params)
     it.run(env)
     for a, arr, strides in outs:
