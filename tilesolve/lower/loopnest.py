@@ -166,6 +166,6 @@ def loop_nest(s, sizes, *, input_sizes=None, params=None) -> str:
     what the bounds read of the inputs and Params (Params default to their estimates).
     ``s.loop_nest(...)`` calls it."""
     lowered = lower(s.pipeline, s, target=s.target)
-    p = _Printer(s.pipeline, _sizes_env(s.pipeline, sizes, input_sizes, params))
+    p = _Printer(s.view, _sizes_env(s.pipeline, sizes, input_sizes, params))
     p.stmt(lowered.body, 0, p.env)
     return "\n".join(p.lines) + "\n"

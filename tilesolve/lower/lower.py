@@ -99,6 +99,7 @@ def min_arguments(args) -> tuple:
 
 def _lower(pipeline, schedule, target, check, buffer_mins=False):
     plan = make_plan(pipeline, schedule, target)
+    pipeline = plan.pipeline            # the schedule's view: with its wrapper Funcs
     plan.buffer_mins = buffer_mins
     nests = build_stage_nests(plan)
     # Bounds inference reads the Calls, so it runs before flattening.

@@ -12,6 +12,9 @@ Compute levels become one of:
   innermost loop level of its users.
 * ``("inline",)``: substituted into its callers.
 
+A schedule with wrapper Funcs (``Schedule.wrap``) is lowered as its ``view``:
+``plan.pipeline`` is that Pipeline (the user's when there are no wrappers).
+
 ``schedule=None`` gives the naive schedule: every Func computed and stored
 at root, its stages' default loops, all serial.
 """
@@ -67,6 +70,10 @@ def make_plan(pipeline: Pipeline, schedule=None, target: str | None = None) -> P
                             f"(outputs {', '.join(schedule.pipeline.output_names)})")
     if hasattr(schedule, "validate"):
         schedule.validate()
+    # the Pipeline with the schedule's wrapper Funcs (``Schedule.wrap``): the same
+    # outputs, inputs and Params, some Funcs reading a wrapper instead of its source
+    pipeline = getattr(schedule, "view", pipeline)
+    order, outputs = pipeline.order(), pipeline.output_names
     plan = Plan(pipeline, target or getattr(schedule, "target", "cpu"), order, outputs,
                 {}, {}, {}, {}, {}, {})
     for n in order:

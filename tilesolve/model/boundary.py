@@ -25,8 +25,12 @@ from .params import ImageParam
 _DIM_NAMES = ("x", "y", "c", "w", "v5", "v6", "v7", "v8")
 
 
-def _vars(n: int):
+def dim_vars(n: int) -> tuple:
+    """The pure Vars of a Func over ``n`` dimensions made from an input (``_x``, ``_y``,
+    ``_c``...): the boundary conditions' and the schedule's wrapper Funcs'."""
     return tuple(E.Var(f"_{_DIM_NAMES[i]}") for i in range(n))
+
+
 
 
 def _ranges(src, bounds, what: str) -> list:
@@ -76,7 +80,7 @@ def _inside(v, r):
 
 def _wrap(src, bounds, name, what, index_of) -> Func:
     ranges = _ranges(src, bounds, what)
-    vs = _vars(len(ranges))
+    vs = dim_vars(len(ranges))
     f = Func(name or f"{src.name}_{what}")
     f[vs] = src[tuple(index_of(v, r) for v, r in zip(vs, ranges))]
     return f
@@ -88,7 +92,7 @@ def repeat_edge(src, bounds=None, *, name: str | None = None) -> Func:
 
 def constant_exterior(src, value=0, bounds=None, *, name: str | None = None) -> Func:
     ranges = _ranges(src, bounds, "constant_exterior")
-    vs = _vars(len(ranges))
+    vs = dim_vars(len(ranges))
     f = Func(name or f"{src.name}_constant_exterior")
     outside = None
     for v, r in zip(vs, ranges):

@@ -130,6 +130,9 @@ class Schedule:
         self._explicit_store: dict[str, LoopLevel] = {}
         self._log: list[Directive] = []
         self._facts: dict[str, tuple] = {}
+        self._view: Pipeline = pipeline
+        self._wrappers: dict[str, tuple] = {}     # wrapper -> (source, consumers)
+        self._wrap_given: dict[str, tuple | None] = {}   # wrapper -> consumers as asked
 
     # -- handles -------------------------------------------------------------------
     def __getitem__(self, f) -> FuncHandle:
@@ -146,14 +149,59 @@ class Schedule:
                 raise ScheduleError(f"{name} is an input of the pipeline; only Funcs are "
                                     f"scheduled (Funcs: {known})")
             raise ScheduleError(f"no Func named {name!r} in this pipeline; Funcs: {known}")
-        if getattr(f, "name", None) is not None and self.pipeline.funcs[name] is not f:
+        if getattr(f, "name", None) is not None and \
+                (self.pipeline.funcs.get(name) or self._view.funcs[name]) is not f:
             raise ScheduleError(f"Func {name} is not the Func of that name in this pipeline")
         return FuncHandle(self, name)
+
+    # -- wrappers --------------------------------------------------------------------
+    def wrap(self, source, consumers=None, name=None) -> FuncHandle:
+        """Halide's ``source.in(consumers)``: a wrapper Func ``w(v...) = source(v...)``
+        that ``consumers`` (a Func, a name or a list of them; None: every Func that calls
+        ``source``) read instead of ``source`` (an ImageParam or a Func, or its name).
+        Named ``name``, or ``<source>_in`` (consumers None) or ``<source>_in_<c1>_...``.
+        Inlined by default (nothing changes); schedule it through the handle returned
+        (``s.wrap("input", ["blur_x"]).compute_at("blur_y", "xo").store_in("shared")``)
+        to stage the source, e.g. per GPU block.  The user's Pipeline is not changed:
+        ``s.view`` is the Pipeline with the wrappers, which lowering compiles."""
+        from . import wrap as W
+        src, cons, wname, given = W.resolve(self, source, consumers, name)
+        if wname in self._wrappers:
+            return FuncHandle(self, wname)
+        view = W.with_wrapper(self._view, src, cons, wname)
+        fs = default_func_schedule(view.funcs[wname], False)
+        funcs = {n: self._funcs.get(n, fs) for n in view.order()}
+        where = f"s.wrap({src})"
+        check_all(view, funcs, where)
+        kwargs = () if wname == W.wrapper_name(src, given) else (("name", ("str", wname)),)
+        d = Directive(src, 0, "wrap", tuple(("func", c) for c in given or ()), kwargs)
+        self._view, self._funcs = view, funcs
+        self._defaults = {**self._defaults, wname: fs}
+        self._wrappers = {**self._wrappers, wname: (src, cons)}
+        self._wrap_given = {**self._wrap_given, wname: given}
+        self._facts = {}
+        self._log.append(d)
+        return FuncHandle(self, wname)
+
+    @property
+    def view(self) -> Pipeline:
+        """The Pipeline lowering compiles: ``pipeline`` with the wrapper Funcs of
+        :meth:`wrap` (``pipeline`` itself when there are none)."""
+        return self._view
+
+    @property
+    def wrappers(self) -> dict:
+        """``{wrapper name: (source name, tuple of consumer names)}``, in wrap order."""
+        return dict(self._wrappers)
+
+    def wrapper_request(self, name: str):
+        """The consumers ``wrap`` was given for wrapper ``name`` (None: every caller)."""
+        return self._wrap_given[name]
 
     def _stage_facts(self, name: str) -> tuple:
         facts = self._facts.get(name)
         if facts is None:
-            facts = self._facts[name] = stage_facts(self.pipeline, name)
+            facts = self._facts[name] = stage_facts(self._view, name)
         return facts
 
     def _commit(self, name: str, new: FuncSchedule, directive: Directive,
@@ -162,7 +210,7 @@ class Schedule:
         funcs = dict(self._funcs)
         funcs[name] = new
         up = "" if directive.stage == 0 else f".update({directive.stage - 1})"
-        check_all(self.pipeline, funcs, f"s[{name}]{up}.{directive.method}")
+        check_all(self._view, funcs, f"s[{name}]{up}.{directive.method}")
         self._funcs = funcs
         if explicit_store is not None:
             self._explicit_store = explicit_store
@@ -179,7 +227,7 @@ class Schedule:
                                 f"{', '.join(self._funcs)}") from None
 
     def func_schedules(self) -> dict:
-        """``{name: FuncSchedule}`` for every Func, producers first."""
+        """``{name: FuncSchedule}`` for every Func (wrappers too), producers first."""
         return dict(self._funcs)
 
     @property
@@ -231,7 +279,7 @@ class Schedule:
     def validate(self) -> "Schedule":
         """Whole-schedule checks (lowering calls this): inlined Funcs carry no
         loop schedule, and every use of a Func computed at a loop is inside it."""
-        validate(self.pipeline, self._funcs, self._explicit_store, self._defaults)
+        validate(self._view, self._funcs, self._explicit_store, self._defaults)
         return self
 
     def copy(self) -> "Schedule":

@@ -257,7 +257,7 @@ class FuncHandle(StageHandle):
                                 f"({s._explicit_store[name]}); an inlined Func has no storage")
         if level.kind == "at":
             from .schedule_levels import check_target
-            check_target(s.pipeline, s._funcs, name, level, act)
+            check_target(s.view, s._funcs, name, level, act)
         explicit = dict(s._explicit_store)
         if store:
             explicit[name] = level
@@ -339,7 +339,7 @@ class FuncHandle(StageHandle):
         v = _var(var)
         where = f"Func {self._func} (pure stage): bound({v}, {min}, {extent})"
         lo, ext = _int(min, "bound min", where), _int(extent, "bound extent", where)
-        pure = [a.name for a in self._s.pipeline.func(self._func).pure.args]
+        pure = [a.name for a in self._s.view.func(self._func).pure.args]
         if v not in pure:
             raise ScheduleError(f"{where}: {v} is not a pure Var of {self._func}; its Vars are "
                                 f"{', '.join(pure)}")

@@ -122,6 +122,9 @@ DIRECTIVES = {
     "store_root": (True, [()], ()),
     "store_in": (True, [("str",)], ()),
     "bound": (True, [("var", "int", "int")], ()),
+    # ``s.wrap(source, [consumers], name=...)``: ``func`` is the source (a Func or an
+    # input), the args its consumers (none: every caller); replayed as that call
+    "wrap": (True, ["func*"], ("name",)),
 }
 _FIELDS = ("func", "stage", "method", "args", "kwargs")
 _KINDS = ("var", "func", "int", "str")
@@ -132,7 +135,17 @@ def _is_pair(v) -> bool:
 
 
 def _describe(pattern) -> str:
-    return "any number of loop names" if pattern == "var*" else f"({', '.join(pattern)})"
+    if pattern == "var*":
+        return "any number of loop names"
+    if pattern == "func*":
+        return "any number of Func names"
+    return f"({', '.join(pattern)})"
+
+
+def _matches(pattern, kinds) -> bool:
+    if isinstance(pattern, str):                      # "var*", "func*"
+        return all(k == pattern[:-1] for k in kinds)
+    return pattern == kinds
 
 
 def check_directive(d: Directive, where: str | None = None) -> None:
@@ -151,7 +164,7 @@ def check_directive(d: Directive, where: str | None = None) -> None:
     for i, (kind, value) in enumerate(d.args):
         _check_value(kind, value, f"{where}: argument {i}")
     kinds = tuple(k for k, _ in d.args)
-    if not any(p == "var*" and all(k == "var" for k in kinds) or p == kinds for p in patterns):
+    if not any(_matches(p, kinds) for p in patterns):
         raise ScheduleError(f"{where}: arguments of kinds ({', '.join(kinds)}) do not match "
                             f"{d.method}; it takes {' or '.join(_describe(p) for p in patterns)}")
     for name, (kind, value) in d.kwargs:
@@ -238,9 +251,12 @@ def replay(s, directives, prefix: str = "") -> None:
         where = f"{prefix}directive {i} ({d.method} on Func {d.func})"
         check_directive(d, where)
         try:
-            h = s[d.func] if d.stage == 0 else s[d.func].update(d.stage - 1)
             args = [v for _, v in d.args]
             kwargs = {k: v for k, (_, v) in d.kwargs}
+            if d.method == "wrap":
+                s.wrap(d.func, args or None, **kwargs)
+                continue
+            h = s[d.func] if d.stage == 0 else s[d.func].update(d.stage - 1)
             getattr(h, d.method)(*args, **kwargs)
         except ScheduleError as e:
             raise ScheduleError(f"{where}: {e}") from None

@@ -17,32 +17,48 @@ from __future__ import annotations
 from .schedule_types import Directive
 
 
-def _arg(a) -> str:
+def _arg(a, quoted=()) -> str:
+    """One argument; a Func name in ``quoted`` (a wrapper: no Python variable holds it)
+    is written as a string."""
     kind, v = a
-    if kind == "var" or (kind == "func" and v.isidentifier()):
+    if kind == "var" or (kind == "func" and v.isidentifier() and v not in quoted):
         return v
     if kind in ("str", "func"):
         return '"' + v + '"'
     return str(v)
 
 
-def _head(d: Directive) -> str:
-    h = f"s[{d.func}]" if d.func.isidentifier() else f's["{d.func}"]'
+def _head(d: Directive, quoted=()) -> str:
+    if d.method == "wrap":
+        return "s"
+    h = f"s[{d.func}]" if d.func.isidentifier() and d.func not in quoted else f's["{d.func}"]'
     return h if d.stage == 0 else f"{h}.update({d.stage - 1})"
 
 
-def _call(d: Directive) -> str:
-    parts = [_arg(a) for a in d.args] + [f"{k}={_arg(v)}" for k, v in d.kwargs]
+def _call(d: Directive, quoted=()) -> str:
+    if d.method == "wrap":      # s.wrap("input", ["blur_x"], name="...")
+        parts = ['"' + d.func + '"']
+        if d.args:
+            parts.append("[" + ", ".join('"' + v + '"' for _, v in d.args) + "]")
+        parts += [f"{k}={_arg(v)}" for k, v in d.kwargs]
+        return f".wrap({', '.join(parts)})"
+    parts = [_arg(a, quoted) for a in d.args] + [f"{k}={_arg(v)}" for k, v in d.kwargs]
     return f".{d.method}({', '.join(parts)})"
 
 
 def _grouped(s) -> list:
-    order = {n: i for i, n in enumerate(reversed(s.pipeline.order()))}
+    """The wraps first (in recorded order: a later one may wrap an earlier wrapper), then
+    one chain per stage, consumers before producers."""
+    order = {n: i for i, n in enumerate(reversed(s.view.order()))}
     groups: dict = {}
+    wraps = []
     for d in s.directives:
-        groups.setdefault((d.func, d.stage), []).append(d)
+        if d.method == "wrap":
+            wraps.append([d])
+        else:
+            groups.setdefault((d.func, d.stage), []).append(d)
     keys = sorted(groups, key=lambda k: (order[k[0]], k[1]))
-    return [groups[k] for k in keys]
+    return wraps + [groups[k] for k in keys]
 
 
 def _rebuilds(s, chains) -> bool:
@@ -64,7 +80,8 @@ def chains(s) -> list:
         return grouped
     out: list = []
     for d in s.directives:
-        if out and (out[-1][-1].func, out[-1][-1].stage) == (d.func, d.stage):
+        if out and (out[-1][-1].func, out[-1][-1].stage) == (d.func, d.stage) \
+                and "wrap" not in (d.method, out[-1][-1].method):
             out[-1].append(d)
         else:
             out.append([d])
@@ -119,8 +136,9 @@ def schedule_code(s) -> str:
                     new.append(v)
     if new:
         lines.append(", ".join(new) + " = " + ", ".join(f'ts.Var("{n}")' for n in new))
+    quoted = set(s.wrappers)
     for chain in cs:
-        lines.append(_head(chain[0]) + "".join(_call(d) for d in chain))
+        lines.append(_head(chain[0], quoted) + "".join(_call(d, quoted) for d in chain))
     if not cs:
         lines.append("# default schedule: outputs computed at root, every other Func inlined")
     if s.codegen:
@@ -192,6 +210,8 @@ def explain(s) -> str:
     else:
         lines.append("Written by hand (no provenance).")
     lines.append(f"Target: {s.target}")
-    for name in s.pipeline.order():
+    for name, (src, cons) in s.wrappers.items():
+        lines.append(f"{name}: wraps {src} for {', '.join(cons)}")
+    for name in s.view.order():
         lines.extend(_func_summary(s, name))
     return "\n".join(lines) + "\n"
