@@ -38,7 +38,8 @@ def transfer_schedule(schedule, pipeline):
     s.codegen = dict(schedule.codegen)
     skipped = []
     for d in schedule.directives:
-        if d.func not in pipeline.funcs or (d.method == "bound" and pipeline.is_output(d.func)):
+        if (d.method != "wrap" and d.func not in s.view.funcs) \
+                or (d.method == "bound" and pipeline.is_output(d.func)):
             skipped.append(d)
             continue
         try:

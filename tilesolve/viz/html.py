@@ -76,7 +76,7 @@ def _extents(pipeline, estimates) -> dict:
 def _summary(schedule, groups) -> str:
     prov = getattr(schedule, "provenance", None) or {}
     rows = [("outputs", ", ".join(schedule.pipeline.output_names)),
-            ("Funcs", str(len(schedule.pipeline.funcs))),
+            ("Funcs", str(len(getattr(schedule, "view", schedule.pipeline).funcs))),
             ("target", str(getattr(schedule, "target", "cpu")))]
     for k in ("method", "spec", "predicted_cost", "status", "gap"):
         if k in prov:
@@ -115,7 +115,7 @@ def schedule_html(schedule, *, estimates=None, profile=None, title=None) -> str:
     ``set_estimates``, else the tiles are drawn on a nominal output); ``profile``: the
     dict of ``compiled.profile()`` (a build with ``profile=True``) to show the measured
     time per Func beside the prediction; ``title``: the page's heading."""
-    pipeline = schedule.pipeline
+    pipeline = getattr(schedule, "view", schedule.pipeline)    # with its wrapper Funcs
     groups = schedule_groups(schedule)
     ms = measured_ms(profile) if profile is not None else None
     inlined = {n for n in pipeline.order() if schedule.func_schedule(n).is_inline()}
