@@ -316,3 +316,19 @@ def test_json_print_and_copy_round_trip():
     assert "wraps input for blur_x" in s.explain()
     assert "input_in_blur_x" in s.func_schedules() and s.func_schedule("input_in_blur_x")
     assert "produce input_in_blur_x" in s.loop_nest([45, 19])
+
+
+def test_the_halide_bridge_refuses_a_scheduled_wrapper_and_keeps_an_inlined_one():
+    pytest.importorskip("halide", reason="Halide's Python bindings are not installed")
+    from tilesolve.interop import halide as th
+    sizes = [20, 12]
+    pipe, inputs, want = _blur(sizes)
+    s = ts.Schedule(pipe)
+    s["blur_x"].compute_root()
+    s.wrap("input", "blur_x")                       # inlined: the same algorithm
+    hp = th.translate(pipe)
+    hp.apply_schedule(s)
+    np.testing.assert_allclose(hp.realize(sizes, **inputs), want, rtol=1e-6, atol=1e-6)
+    s["input_in_blur_x"].compute_root()
+    with pytest.raises(ScheduleError, match="input_in_blur_x is scheduled"):
+        th.translate(pipe).apply_schedule(s)

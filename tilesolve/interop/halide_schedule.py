@@ -47,6 +47,11 @@ def apply_schedule(hp, schedule) -> None:
     if getattr(schedule, "target", "cpu") != "cpu":
         raise ScheduleError(f"the Halide bridge replays CPU schedules; this one targets "
                             f"{schedule.target!r}")
+    for w in getattr(schedule, "wrappers", {}):
+        if not schedule.func_schedule(w).is_inline():
+            raise ScheduleError(f"the Halide bridge does not translate wrapper Funcs "
+                                f"(Schedule.wrap): {w} is scheduled; only inlined wrappers, "
+                                "which change nothing, are accepted")
     for name in src.order():
         fs = schedule.func_schedule(name)
         where = f"Func {name}"

@@ -12,6 +12,10 @@ lowering consumes is in ``schedule_types.py``; ``s.func_schedule(name)``
 returns a Func's value.  Defaults: outputs are computed and stored at root,
 every other Func is inlined; loops are the definitions' own, all serial.
 
+``s.wrap(source, consumers)`` (Halide's ``in()``, ``model/wrap.py``) adds a wrapper
+Func that the consumers read instead of ``source``; ``s.view`` is the Pipeline with the
+wrappers, which the checks and lowering use (``s.pipeline`` stays the user's).
+
 ``print(s)`` shows the equivalent Python code; ``to_json``/``from_json``
 round-trip exactly; ``loop_nest(sizes)`` shows the loops of the lowered program with
 concrete bounds (``lower/loopnest.py``, which the package root attaches).

@@ -5,7 +5,9 @@
     s[blur_y].tile(x, y, xo, yo, xi, yi, 256, 32).parallel(yo).vectorize(xi, 16)
     s[blur_x].compute_at(blur_y, xo).vectorize(x, 16)
 
-One chain per stage, consumers before producers (the order in which the
+The wraps (``s.wrap("input", ["blur_x"])``) come first, in recorded order; a wrapper's
+chain is written ``s["input_in_blur_x"]...`` (no Python variable holds it).  Then one
+chain per stage, consumers before producers (the order in which the
 calls are valid: a ``compute_at`` names loops its consumer's chain made);
 within a chain the calls keep their recorded order.  If that grouping would
 not rebuild the same schedule (a rare order dependence between Funcs), the

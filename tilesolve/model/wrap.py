@@ -11,7 +11,7 @@ do not reach a copied one are shared with the user's Pipeline.
 """
 from __future__ import annotations
 
-from ..errors import ScheduleError
+from ..errors import PipelineError, ScheduleError
 from . import expr as E
 from .boundary import dim_vars
 from .func import Definition, Func
@@ -45,8 +45,8 @@ def _copy_func(f: Func) -> Func:
 
 class _Rewriter:
     """Rewrites one Func's definitions: calls to rebuilt Funcs go to their copies, and
-    (``redirect``) calls to the source go to the wrapper; an RDom whose predicates
-    change is copied with them, its RVars mapped to the copy's."""
+    (``redirect``) calls to the source go to the wrapper; an RDom with predicates is
+    copied with them, its RVars mapped to the copy's."""
 
     def __init__(self, new_funcs: dict, source, wrapper, redirect: bool):
         self.new_funcs, self.source, self.wrapper = new_funcs, source, wrapper
@@ -74,6 +74,8 @@ class _Rewriter:
         return None
 
     def rdom(self, r: RDom | None) -> RDom | None:
+        """An RDom with predicates (which may call the source or a copied Func) is
+        copied with them; its RVars become the copy's everywhere in this Func."""
         if r is None or not r.predicates:
             return r
         hit = self.rdoms.get(id(r))
@@ -81,15 +83,9 @@ class _Rewriter:
             return hit
         new = object.__new__(RDom)
         new.name, new.mins, new.extents, new.predicates = r.name, r.mins, r.extents, ()
-        self.rdoms[id(r)] = new          # the predicates' RVars become the copy's
-        saved, self.memo = self.memo, {}
-        preds = tuple(self.expr(p) for p in r.predicates)
-        self.memo = saved
-        if all(a is b for a, b in zip(preds, r.predicates)):
-            del self.rdoms[id(r)]
-            return r
-        new.predicates = preds
+        self.rdoms[id(r)] = new
         self.memo = {}                   # RVars of ``r`` map to the copy's from now on
+        new.predicates = tuple(self.expr(p) for p in r.predicates)
         return new
 
     def definition(self, d: Definition) -> Definition:
@@ -124,7 +120,7 @@ def with_wrapper(view: Pipeline, source: str, consumers: tuple, name: str) -> Pi
     outs = [new_funcs.get(id(o), o) for o in view.outputs]
     try:
         out = Pipeline(outs)
-    except Exception as e:  # pragma: no cover - the copies are the same algorithm
+    except PipelineError as e:  # pragma: no cover - the copies are the same algorithm
         raise ScheduleError(f"wrap({source}): the wrapped pipeline does not build: {e}") from None
     out.tuple_outputs = dict(view.tuple_outputs)
     for n, f in out.funcs.items():      # no Func of the user's pipeline was renamed
