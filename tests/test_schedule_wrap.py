@@ -16,7 +16,9 @@ import pytest
 
 import tilesolve as ts
 from tilesolve.apps import get_app
+from tilesolve.backend import cuda as C
 from tilesolve.backend.cuda import emulate as EM
+from tilesolve.backend.cuda import nvcc
 from tilesolve.errors import ScheduleError
 from tilesolve.lower import ir as L
 from tilesolve.lower import lower
@@ -146,6 +148,19 @@ def test_gpu_input_staged_in_shared_memory_equals_the_reference_with_fewer_secto
     # three x-taps of blur_x over ten rows, from global memory, against one coalesced
     # load of the block's 34 x 10 input box
     assert per_point[True] < 0.5 * per_point[False]
+
+
+@pytest.mark.skipif(nvcc.find_nvcc() is None, reason="nvcc (the CUDA toolkit) is not installed")
+def test_gpu_staged_input_kernel_builds_with_nvcc():
+    """nvcc compiles the kernel; ptxas' shared memory is both staged buffers (34 x 10
+    input floats, 32 x 10 blur_x floats), within the h100 spec's limits."""
+    pipe, _, _ = _blur([64, 16])
+    build = C.build_cuda(pipe, _blur_gpu(pipe, True), "h100")
+    assert build.program.kernels           # the interior blocks' and the border blocks'
+    for k in build.program.kernels:
+        assert k.shared_bytes == 4 * (34 * 10 + 32 * 10)
+        assert build.resources[k.name].shared_bytes == k.shared_bytes
+        assert k.block_const == (34, 10, 1)     # the staged box's threads
 
 
 # -- 3. Several consumers --------------------------------------------------------------------
