@@ -82,14 +82,18 @@ def lowerable_schedule(pipeline, solution: Solution):
     until lowering accepts it."""
     problem = solution.problem
     at_root: set = set()
-    for _ in range(len(problem.funcs) + 1):
-        sched = solution.schedule(at_root)
+    unstaged: set = set()
+    for _ in range(2 * len(problem.funcs) + 1):
+        sched = solution.schedule(at_root, frozenset(unstaged))
         if not problem.spec.is_gpu:
             return sched
         try:
             lower_cuda(pipeline, sched)
             return sched
         except ScheduleError as e:
+            if e.func is not None and e.func in sched.wrappers and e.func not in unstaged:
+                unstaged.add(e.func)            # a staged buffer of no constant size
+                continue
             if e.func is None or e.func in at_root or e.func not in problem.funcs:
                 raise
             at_root = solution.with_root(at_root, e.func)

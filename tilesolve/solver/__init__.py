@@ -104,11 +104,12 @@ class Solution(NamedTuple):
     provenance: Provenance
     model: CostModel | None = None
 
-    def schedule(self, at_root=frozenset()):
+    def schedule(self, at_root=frozenset(), unstaged=frozenset()):
         """The Schedule of the chosen columns; on a GPU spec the Funcs in ``at_root``
-        are computed at root, in kernels of their own."""
+        are computed at root, in kernels of their own, and the buffers of ``unstaged``
+        (wrapper names, ``Schedule.wrap``'s) are read from global memory, not staged."""
         return schedule_from_columns(self.problem, self.columns, self.provenance,
-                                     at_root=at_root, model=self.model)
+                                     at_root=at_root, model=self.model, unstaged=unstaged)
 
     def with_root(self, at_root: set, name: str) -> set:
         """``at_root`` plus ``name`` and the members of its group that it reads."""

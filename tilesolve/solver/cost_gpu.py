@@ -58,6 +58,7 @@ in a kernel of its own (``schedule_gen``), and so is it priced here.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -194,18 +195,79 @@ def _whole_sectors(p, name) -> float:
     return float(-(-p.region_points(name) * p.bytes_per_point(name) // SECTOR_BYTES))
 
 
-def _sites(p, group, m):
-    """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n}
-    (memoized per problem; not to be modified)."""
+def _clamped(site) -> bool:
+    """Whether an index of ``site`` is clamped (a ``min`` or ``max``: a boundary
+    condition's ``repeat_edge``).  The box such reads cover is no larger than the
+    unclamped one, but lowering finds no constant bound for it (the clamp's limits are
+    run-time extents), so no constant-size shared buffer stages it."""
+    return any(isinstance(n, E.BinOp) and n.op in ("min", "max")
+               for a in site.args for n in walk(a))
+
+
+def stage_candidates(p, group) -> dict:
+    """The buffers outside ``group`` a kernel of it may stage in shared memory, each with
+    the number of distinct sites its members read it at: read only by pure definitions,
+    at indices that do not depend on loaded data and are not clamped (memoized per
+    problem)."""
+    cache = p.memo("gpu_stage_candidates")
+    hit = cache.get(group)
+    if hit is not None:
+        return hit
+    sites, bad = {}, set()
+    for m in group.members:
+        for s in member_sites(p, m):
+            if s.callee in group.members:
+                continue
+            if s.stage or s.data_dependent or s.callee not in p.regions or _clamped(s):
+                bad.add(s.callee)
+            else:
+                sites[s.callee] = sites.get(s.callee, 0) + 1
+    hit = cache[group] = {c: n for c, n in sorted(sites.items())
+                          if c not in bad and staging_consumers(p, group, c) is not None}
+    return hit
+
+
+def staging_consumers(p, group, c: str):
+    """The Funcs of the pipeline whose calls to ``c`` a kernel of ``group`` redirects to
+    its copy of ``c`` in shared memory (``Schedule.wrap``): the members that call it, and
+    the inlined Funcs that call it and are used, through inlined Funcs, only by members.
+    None where an inlined Func that calls ``c`` is used by the group and outside it too
+    (its calls cannot be redirected for the group alone)."""
+    graph = p.pipeline.graph
+    out = []
+    for f in sorted(graph.successors(c)):
+        if f in group.members:
+            out.append(f)
+        elif f in p.inlined:
+            users, stack, seen = set(), [f], {f}
+            while stack:
+                for u in graph.successors(stack.pop()):
+                    if u in p.inlined:
+                        if u not in seen:
+                            seen.add(u)
+                            stack.append(u)
+                    else:
+                        users.add(u)
+            if users & group.members:
+                if not users <= group.members:
+                    return None
+                out.append(f)
+    return tuple(out) or None
+
+
+def _sites(p, group, m, staged=()):
+    """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n};
+    the reads of the ``staged`` buffers are shared (memoized per problem; not to be
+    modified)."""
     cache = p.memo("gpu_group_sites")
-    key = (group.output, group.members, m)
+    key = (group.output, group.members, m, staged)
     hit = cache.get(key)
     if hit is not None:
         return hit
     glob, shared = {}, {}
     for s in member_sites(p, m):
         outside = s.callee not in group.members or (s.callee == group.output and s.stage)
-        if outside and s.callee in p.regions:
+        if outside and s.callee in p.regions and s.callee not in staged:
             glob.setdefault(s.stage, []).append(s)
         else:
             shared[s.stage] = shared.get(s.stage, 0) + 1
@@ -216,7 +278,7 @@ def _sites(p, group, m):
 _NO_REUSE = {"global": 1.0, "shared": 1.0, "all": 1.0, "points": 1.0}
 
 
-def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
+def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged=()) -> dict:
     """Loads per point of member ``m``'s pure stage in a thread that computes several
     points unrolled, each as a fraction of its sites (``global``: outside the group,
     ``shared``: members, ``all``), and ``points``: the points one thread's unrolled
@@ -228,7 +290,7 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
             steps[d] = _extent(ext, d, i)
     if not steps:
         return _NO_REUSE
-    key = (group.members, m, tuple(sorted(steps.items())))
+    key = (group.members, m, tuple(sorted(steps.items())), staged)
     cache = p.memo("gpu_unrolled_reuse")
     hit = cache.get(key)
     if hit is not None:
@@ -236,7 +298,8 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
     out = cache[key] = {"global": 1.0, "shared": 1.0, "all": 1.0,
                         "points": float(math.prod(steps.values()))}
     sites = [(k, s) for k, s in enumerate(member_sites(p, m)) if s.stage == 0]
-    glob = tuple(k for k, s in sites if s.callee not in group.members and s.callee in p.regions)
+    glob = tuple(k for k, s in sites if s.callee not in group.members and s.callee in p.regions
+                 and s.callee not in staged)
     mine = tuple(k for k, _ in sites if k not in glob)
     for name, part in (("global", glob), ("shared", mine), ("all", tuple(k for k, _ in sites))):
         if part:
@@ -244,13 +307,14 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole) -> dict:
     return out
 
 
-def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy) -> float:
+def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged=()) -> float:
     """Sectors of one warp instruction of each of stage ``j``'s global accesses of member
-    ``m`` (``glob``: ``_sites``' first answer), summed (memoized per problem)."""
+    ``m`` (``glob``: ``_sites``' first answer for ``staged``), summed (memoized per
+    problem)."""
     sites = glob.get(j, ())
     if not sites:
         return 0
-    key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy))
+    key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy), staged)
     cache = p.memo("gpu_stage_sectors")
     hit = cache.get(key)
     if hit is None:
@@ -357,14 +421,15 @@ def _member_cycles(mach, counts) -> float:
 
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
                  n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
-                 steady: float = 0.0) -> KernelCounts:
+                 steady: float = 0.0, staged: tuple = ()) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
     block computes, ``n`` blocks; ``serial`` the points a thread computes along each of
     ``dims``, ``whole`` the dimensions each thread computes whole (unrolled); ``exts``
     ``_box_extents(gf)`` where the caller has it; ``steady`` the share of the blocks that
-    run the steady state (``steady_fraction``)."""
+    run the steady state (``steady_fraction``); ``staged`` the buffers outside the group
+    copied into shared memory first (``_staging``), which the members read there."""
     p = model.problem
     cp = model.spec.cost_params
     mach = GpuMachine.of(model.spec)
@@ -389,15 +454,15 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
                     for d in dims)
         mdims = tuple(d if d is not None and d < nd else None for d in dims)
         (ops, loads), updates = p.stage_info[m]
-        glob, shared = _sites(p, group, m)
+        glob, shared = _sites(p, group, m, staged)
         ops = ops - steady * boundary_ops(p, m)
         pts = float(gf.member_points[m][i]) * per_block[m]
         best, sec0 = None, 0
         if m == group.output or (tx <= bx and ty <= by):
             # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
             # serial points below it
-            reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole)
-            sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy)
+            reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged)
+            sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged)
             best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
                     None, x0, sec0)
         if m != group.output and not updates and None not in mdims and sx == 1:
@@ -407,8 +472,9 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
                 ty_t = -(-my // t)
                 warp_steps, _ = spread_steps(bx, by, mx, ty_t, model.spec.warp_size)
                 x0_t = warp_steps * max(1.0, pts / (mx * ty_t))
-                reuse = _unrolled_reuse(p, group, m, ext, i, mdims, (1, t), whole)
-                sec = _stage_sectors(p, group, m, 0, glob, mdims, mx, mx, ty_t, off, t)
+                reuse = _unrolled_reuse(p, group, m, ext, i, mdims, (1, t), whole, staged)
+                sec = _stage_sectors(p, group, m, 0, glob, mdims, mx, mx, ty_t, off, t,
+                                     staged)
                 alt = _pure_counts(cp, x0_t, x0_t / warp_steps, ops, loads, reuse, sec,
                                    shared.get(0, 0), cp.spread_point_instructions)
                 if best is None or _member_cycles(mach, alt) < _member_cycles(mach, best[0]):
@@ -433,13 +499,15 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
             parallel = inner in u.pure_dims
             per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
             xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
-            secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy)
+            secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged)
             k.instructions += xu * (u.ops + cp.load_instructions * u.loads
                                     + cp.point_instructions + cp.loop_instructions)
             k.load_lsu += xu * secu / 4.0
             k.lsu_cycles += xu * (shared.get(j, 0) + 1)
             k.rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
             k.barriers += 1
+    for c in staged:
+        _staging(model, k, c, exts[c], i, dims, block, per_block[c])
     k.lsu_cycles += k.load_lsu
     for c, box in gf.input_regions.items():
         sec = float(box_sectors(p, c, [e[i] for e in exts[c]])) * per_block.get(c, 1.0)
@@ -449,6 +517,73 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     k.l2_store_sectors = float(box_sectors(p, group.output, ext)) * per_block[group.output]
     k.dram_store_sectors = _whole_sectors(p, group.output)
     return k
+
+
+def _staging(model, k: KernelCounts, c: str, ext, i: int, dims: tuple, block: tuple,
+             share: float) -> None:
+    """Add to ``k`` the copy of buffer ``c``'s box (``ext``: its ``box_extents``) into
+    shared memory at the start of each block: its points spread over the block's threads
+    (``spread_steps``, the dimensions past ``dims`` a loop in each thread), one load and
+    one shared store a point, the box's sectors moved once (a warp that straddles two
+    rows one more), a DRAM round trip and a barrier."""
+    cp = model.spec.cost_params
+    inner, outer = dims
+    mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
+    rest = math.prod(_extent(ext, d, i) for d in range(len(ext)) if d not in dims) * share
+    warp_steps, _ = spread_steps(block[0], block[1], mx, my, model.spec.warp_size)
+    x0 = warp_steps * max(1.0, rest)
+    k.instructions += x0 * (cp.load_instructions + cp.point_instructions
+                            + cp.spread_point_instructions)
+    sectors = float(box_sectors(model.problem, c, [e[i] for e in ext])) * share
+    k.load_lsu += (sectors + x0) / 4.0
+    k.lsu_cycles += x0
+    k.rounds += 1
+    k.barriers += 1
+
+
+def staged_bytes(p, staged, i: int, per_block: dict, exts) -> int:
+    """Shared memory a block of tiling ``i`` holds for the ``staged`` buffers' boxes."""
+    return int(sum(math.prod(int(e[i]) for e in exts[c]) * p.bytes_per_point(c) * per_block[c]
+                   for c in staged))
+
+
+def _staging_options(model, group, gf, tilings, dims) -> list:
+    """The sets of buffers a kernel of ``group`` over tilings ``tilings`` may stage in
+    shared memory, none first: those its members read at ``cost_params.stage_min_sites``
+    sites or more (``stage_candidates``), in two tiled dimensions, with a box of
+    constant size (``schedule_gen.runtime_sized_inputs``)."""
+    cp = model.spec.cost_params
+    if not cp.stage_inputs or dims[1] is None:
+        return [()]
+    top = max(d for d in dims if d is not None)
+    names = [c for c, n in stage_candidates(model.problem, group).items()
+             if n >= cp.stage_min_sites and c in gf.input_regions
+             and gf.input_regions[c].shape[1] > top]
+    if names:
+        names = sorted(set(names) - _runtime_inputs(model, group, tilings))
+    return [(), tuple(names)] if names else [()]
+
+
+def _runtime_inputs(model, group, tilings) -> set:
+    """Buffers outside ``group`` whose per-block box depends on run-time values (asked
+    once per group for its first tiling, as ``_root_producers``)."""
+    cache = model.__dict__.setdefault("_gpu_runtime_inputs", {})
+    hit = cache.get(group)
+    if hit is None:
+        from .schedule_gen import runtime_sized_inputs
+        p = model.problem
+        region = p.regions[group.output]
+        t = next((t for t in tilings if not t.is_untiled()), None)
+        hit = set()
+        if t is not None:
+            tiled = [d for d, s in enumerate(t.sizes) if s is not None][:2]
+            block = [t.sizes[d] if d in tiled else (1 if d > max(tiled) else None)
+                     for d in range(len(region))]
+            hit = runtime_sized_inputs(p, group, block)
+            if hit is None:
+                hit = set(stage_candidates(p, group))
+        cache[group] = hit
+    return hit
 
 
 def _update_launches(model, group, dims) -> list:
@@ -554,8 +689,8 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         per_block = _per_block(p, gf, group, extra_dims, i, exts)
         # each member's buffer holds its share of the tile (a member without the output's
         # dimensions past the tiled ones holds all of its tile in every block)
-        shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
-                         for m in shared_members))
+        members_shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
+                                 for m in shared_members))
         per_thread = math.prod(t.serial_of(d) for d in tiled) * math.prod(sizes[d] for d in whole)
         active_sms = min(spec.sm_count, n)
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
@@ -563,12 +698,14 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         steady = steady_fraction(region, sizes, dims)
         updates = _update_launches(model, group, dims)
         best = None
-        for block in dict.fromkeys((grown, own)):
+        staging = _staging_options(model, group, gf, tilings, dims)
+        for staged, block in itertools.product(staging, dict.fromkeys((grown, own))):
             shape = (block[0], block[1] if len(block) > 1 else 1)
             main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole,
-                                exts, steady)
+                                exts, steady, staged)
             if main is None:
                 continue
+            shared = members_shared + staged_bytes(p, staged, i, per_block, exts)
             threads = math.prod(block) if block else 1
             regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
                        + spec.cost_params.serial_point_registers * (per_thread - 1))
@@ -589,12 +726,14 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                 why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
             main.blocks_per_sm = max(blocks_per_sm, 1)
             terms = _terms(mach, [main] + updates)
-            key = (bool(why), sum(terms.values()))
+            key = (bool(why), sum(terms.values()) * (spec.cost_params.stage_weight
+                                                     if staged else 1.0))
             if best is None or key < best[0]:
                 gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n,
-                              t.serial, tuple(sorted(main.spread.items())))
+                              t.serial, tuple(sorted(main.spread.items())), staged)
                 best = (key, why, terms, gpu)
         _, why, terms, gpu = best
+        shared = gpu.shared_bytes
         total = sum(terms.values()) if not why else math.inf
         done = sum(float(gf.member_points[m][i]) for m in gf.member_points) * n_tiles[i]
         need = sum(p.region_points(m) for m in gf.member_points)

@@ -320,7 +320,8 @@ def _cpu_group(problem, s, group, tiling) -> None:
         _schedule_updates(problem, s, m, False, extents)
 
 
-def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None) -> None:
+def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None,
+               unstaged=frozenset()) -> None:
     out = group.output
     f = problem.func(out)
     names = [v.name for v in f.pure.args]
@@ -351,7 +352,7 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None) -> Non
     block = [tiling.sizes[i] if i in tiled[:2] or i in whole
              else (1 if i > max(tiled) else None) for i in range(len(names))]
     at_root = _runtime_sized(problem, group, block) | (set(forced) & group.producers())
-    spread, threads_xy = _gpu_mapping(problem, model, group, tiling, at_root)
+    spread, threads_xy, staged = _gpu_mapping(problem, model, group, tiling, at_root)
     for m in sorted(group.producers()):
         hm = s[m]
         mn = [v.name for v in problem.func(m).pure.args]
@@ -377,6 +378,8 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None) -> Non
         _try(hm.gpu_threads, *threads)
         _gpu_updates(problem, s, m, [mn[i] for i in tiled if i < len(mn)], threads_only=True,
                      serial={mn[i]: t for i, t in serial.items() if i < len(mn)})
+    for c in staged:
+        _stage_input(problem, s, group, c, out, block_var, tiled, threads_xy, unstaged)
 
 
 def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
@@ -435,15 +438,44 @@ def _serial_member(hm, mn, tiled, serial) -> list:
 def _gpu_mapping(problem, model, group, tiling, at_root) -> tuple:
     """How the cost model maps the producers of ``group`` (less those ``at_root``) onto
     the threads of a block of ``tiling``: ({producer spread over the block's threads: its
-    serial run}, the block's threads (x, y)) (``cost_gpu._main_kernel``)."""
+    serial run}, the block's threads (x, y), the buffers staged in shared memory)
+    (``cost_gpu._main_kernel``)."""
     from .cost import CostModel
     if model is None or model.problem is not problem:
         model = CostModel(problem)
     rest = Group(group.output, frozenset(group.members - set(at_root)))
-    gpu = model.cost(rest, tiling).gpu if len(rest.members) > 1 else None
-    if gpu is None or not gpu.spread or len(gpu.block) < 2:
-        return {}, None
-    return dict(gpu.spread), tuple(gpu.block[:2])
+    gpu = model.cost(rest, tiling).gpu
+    if gpu is None or len(gpu.block) < 2 or not (gpu.spread or gpu.staged):
+        return {}, None, ()
+    return dict(gpu.spread), tuple(gpu.block[:2]), tuple(gpu.staged)
+
+
+def _stage_input(problem, s, group, c, out, block_var, tiled, threads_xy,
+                 unstaged=frozenset()) -> bool:
+    """Buffer ``c`` staged in shared memory for a kernel of ``group`` (the cost model's
+    ``staged``): a wrapper (``Schedule.wrap``) for the Funcs whose calls the kernel
+    redirects (``cost_gpu.staging_consumers``), computed at the block loop ``block_var``
+    of ``out`` in shared memory and spread over the block's ``threads_xy`` threads
+    (``_spread_member``).  False (nothing done) where the Schedule refuses a step or
+    the wrapper is one of ``unstaged`` (lowering found no constant size for it)."""
+    from ..model.wrap import wrapper_name
+    from .cost_gpu import staging_consumers
+    consumers = staging_consumers(problem, group, c)
+    if consumers is None or threads_xy is None or wrapper_name(c, consumers) in unstaged:
+        return False
+
+    def apply(t):
+        try:
+            w = t.wrap(c, list(consumers))
+        except ScheduleError:
+            return False
+        name = wrapper_name(c, consumers)
+        args = [v.name for v in t.view.func(name).pure.args]
+        return (_try(w.compute_at, out, block_var) and _try(w.store_in, "shared")
+                and _spread_member(t, name, args, tiled, threads_xy, 1))
+    if not apply(s.copy()):
+        return False
+    return apply(s)
 
 
 def _spread_member(s, m, mn, tiled, threads_xy, run) -> bool:
@@ -548,26 +580,57 @@ def _host_loops_on_blocks(problem, s, name, stage) -> None:
     _try(h.gpu_blocks, *outer)
 
 
+def _moved_tile_facts(problem, group, block):
+    """The tile facts of a block of ``group`` in two copies of the problem with the
+    run-time values (image sizes, Params) moved (None where a region has no bound): an
+    extent that differs between them depends on run-time values."""
+    from ..analysis.footprint import interior_tile, tile_facts
+    cache = problem.memo("gpu_moved_tile_facts")
+    key = (group, tuple(block))
+    if key not in cache:
+        try:
+            facts = []
+            for k in (2, 3):
+                moved = problem.moved(k)
+                tile = interior_tile(moved.regions[group.output], block)
+                facts.append(tile_facts(moved, group, tile))
+            cache[key] = facts
+        except Exception:          # noqa: BLE001 -- a region with no bound: all are suspect
+            cache[key] = None
+    return cache[key]
+
+
+def _changing(regions: list, names) -> set:
+    """Of ``names``, those whose box differs in extent between the ``regions`` dicts."""
+    ext = [{m: tuple(hi - lo for lo, hi in r[m]) if m in r else None for m in names}
+           for r in regions]
+    return {m for m in names if ext[0][m] != ext[1][m]}
+
+
 def _runtime_sized(problem, group, block) -> set:
     """Producers of ``group`` whose per-block region depends on run-time values (image
-    sizes, Params), with the producers they read: the tile facts of two copies of the
-    problem with the run-time values moved differ in their extents.  A constant-size
-    shared buffer cannot hold them (lowering would refuse ``store_in("shared")``)."""
-    from ..analysis.footprint import interior_tile, tile_facts
+    sizes, Params), with the producers they read (``_moved_tile_facts``).  A
+    constant-size shared buffer cannot hold them (lowering would refuse
+    ``store_in("shared")``)."""
     producers = group.producers()
     if not producers:
         return set()
-    try:
-        facts = []
-        for k in (2, 3):
-            moved = problem.moved(k)
-            tile = interior_tile(moved.regions[group.output], block)
-            facts.append(tile_facts(moved, group, tile).member_regions)
-    except Exception:          # noqa: BLE001 -- a region with no bound: all are suspect
+    facts = _moved_tile_facts(problem, group, block)
+    if facts is None:
         return set(producers)
-    ext = [{m: tuple(hi - lo for lo, hi in r[m]) if m in r else None for m in producers}
-           for r in facts]
-    return _with_callees(problem, producers, {m for m in producers if ext[0][m] != ext[1][m]})
+    return _with_callees(problem, producers,
+                         _changing([f.member_regions for f in facts], producers))
+
+
+def runtime_sized_inputs(problem, group, block) -> set:
+    """The buffers outside ``group`` whose box a block reads depends on run-time values
+    (all of them where a region has no bound): no constant-size shared buffer stages
+    them."""
+    facts = _moved_tile_facts(problem, group, block)
+    if facts is None:
+        return None
+    names = set(facts[0].input_regions) | set(facts[1].input_regions)
+    return _changing([f.input_regions for f in facts], names)
 
 
 def _with_callees(problem, members, names) -> set:
@@ -605,18 +668,19 @@ def apart_terms(model, group) -> dict | None:
 
 
 def schedule_from_columns(problem, columns, provenance, at_root=frozenset(),
-                          model=None) -> Schedule:
+                          model=None, unstaged=frozenset()) -> Schedule:
     """A Schedule computing each group as chosen; inlined Funcs stay inline.
     Its ``provenance`` is ``provenance`` (a ``Provenance``) with the groups and
     the inlined Funcs recorded (with ``model``, each fused group's members' cost apart:
     ``GroupRecord.why_fused``).  GPU: the producers in ``at_root`` are computed at
-    root (kernels of their own) rather than per block of their group's output."""
+    root (kernels of their own) rather than per block of their group's output, and the
+    wrappers named in ``unstaged`` are not made (their buffer read from global memory)."""
     from .provenance import GroupRecord
     target = "cuda" if problem.spec.is_gpu else "cpu"
     s = Schedule(problem.pipeline, target=target)
     for group, tiling, _cost in columns:
         if problem.spec.is_gpu:
-            _gpu_group(problem, s, group, tiling, at_root, model)
+            _gpu_group(problem, s, group, tiling, at_root, model, unstaged)
         else:
             _cpu_group(problem, s, group, tiling)
     if problem.fixed is not None:

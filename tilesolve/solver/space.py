@@ -84,6 +84,7 @@ class GpuCost:
     blocks: int                 # blocks in the grid
     serial: tuple | None = None  # the tiling's points per thread per dimension (None: 1)
     spread: tuple = ()          # ((producer, serial run), ...) spread over the block's threads
+    staged: tuple = ()          # buffers outside the kernel copied into shared memory first
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -92,6 +93,10 @@ class GpuCost:
             d["spread"] = [list(x) for x in self.spread]
         else:
             del d["spread"]
+        if self.staged:
+            d["staged"] = list(self.staged)
+        else:
+            del d["staged"]
         if self.serial is None:
             del d["serial"]
         else:
@@ -103,7 +108,8 @@ class GpuCost:
         serial = d.get("serial")
         return GpuCost(**{**d, "block": tuple(d["block"]),
                           "serial": None if serial is None else tuple(serial),
-                          "spread": tuple(tuple(x) for x in d.get("spread", ()))})
+                          "spread": tuple(tuple(x) for x in d.get("spread", ())),
+                          "staged": tuple(d.get("staged", ()))})
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,10 @@ class CostParams:
     serial_point_registers: int = 1      # registers a thread for each serial point past one
     spread_point_instructions: float = 4.0   # a spread member's point: its coordinates from
     #                                          the fused thread index (division, remainder)
+    stage_inputs: bool = True            # offer kernels with inputs staged in shared memory
+    stage_min_sites: int = 2             # an input read at fewer sites a point is not staged
+    stage_weight: float = 1.0            # a staged kernel's time is compared x this (below
+    #                                          1 favours staging: an experiment's switch)
     # -- solver/tilings.py (GPU) -------------------------------------------------------
     gpu_inner: tuple = (8, 16, 32, 64, 128, 256)   # a block's threads in the inner dimension
     gpu_outer: tuple = (1, 2, 4, 8, 16, 32)        # a block's threads in the outer dimension
@@ -119,7 +123,8 @@ class CostParams:
 GPU_ONLY = frozenset({
     "default_registers_per_thread", "point_instructions", "load_instructions",
     "loop_instructions", "update_unroll", "unrolled_point_instructions",
-    "serial_point_registers", "spread_point_instructions", "gpu_inner", "gpu_outer",
+    "serial_point_registers", "spread_point_instructions", "stage_inputs",
+    "stage_min_sites", "stage_weight", "gpu_inner", "gpu_outer",
     "gpu_serial", "gpu_serial_rows",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
     "root_block_rows", "update_block", "l2_over_dram", "gpu_inline_trials"})
