@@ -11,7 +11,9 @@
 
 Schedules per app: ``solver`` (``ts.solve_schedule`` for the spec, when it
 succeeds; with ``--fma`` also ``solver_fma``, the same schedule built with
-``nvcc --fmad=true``), ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
+``nvcc --fmad=true``), ``solver_staged`` (solved with ``stage_weight: 0``: every input
+the model may stage in shared memory staged; built only where that stages one),
+``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
 shared memory).  Printed per case, all measured in the same run: device
 milliseconds per realize (inputs resident, median), the ratio to the
@@ -100,6 +102,14 @@ def schedules(name, pipe, est, spec, which):
             out["solver"] = ts.solve_schedule(pipe, spec, estimates=est)
         except Exception as e:                   # reported, and the other cases still built
             print(f"  {name}: solver failed: {type(e).__name__}: {str(e)[:200]}")
+    if "solver_staged" in which:            # staging favoured (A/B of the staged kernels)
+        try:
+            staged = ts.solve_schedule(pipe, spec.with_cost_params(stage_weight=0.0),
+                                       estimates=est)
+            if staged.wrappers:
+                out["solver_staged"] = staged
+        except Exception as e:
+            print(f"  {name}: solver_staged failed: {type(e).__name__}: {str(e)[:200]}")
     if "gpu_inline" in which:
         out["gpu_inline"] = gpu_inline_schedule(pipe)
     if "gpu_root" in which:
@@ -173,7 +183,8 @@ def verdict(app, pipe, out, ref):
     return compare(out, ref, rtol, atol, slack)
 
 
-ORDER = ("solver", "solver_fma", "hand", "gpu_root", "gpu_inline")   # what matters most first
+# what matters most first
+ORDER = ("solver", "solver_fma", "solver_staged", "hand", "gpu_root", "gpu_inline")
 
 
 def _print_row(r, naive):

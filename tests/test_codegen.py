@@ -474,6 +474,34 @@ def test_upsampling_by_two_loads_densely(width):
     np.testing.assert_array_equal(compiled.realize(sizes, input=src), want)
 
 
+@pytest.mark.parametrize("lanes", [3, 7])
+def test_upsampling_by_two_in_an_odd_number_of_lanes(lanes):
+    """``f[x / 2]`` in a vector loop of an odd width (``vectorize`` without a width of a
+    Func read at a clamped loaded index, so its region is ``lanes`` points): the dense
+    load covers the ``(lanes - 1 + odd) // 2 + 1`` elements the lanes touch (it used to
+    cover one fewer in the even case: a crash at code generation).  Equal to the
+    reference."""
+    x = ts.Var("x")
+    inp = ts.ImageParam(ts.int32, 1, "input")
+    idx = ts.ImageParam(ts.int32, 1, "idx")
+    down = ts.Func("down")
+    down[x] = inp[x] * 3 - 4
+    up = ts.Func("up")
+    up[x] = down[x / 2] + down[(x + 1) / 2] * 2
+    out = ts.Func("out")
+    out[x] = up[ts.clamp(idx[x], 0, lanes - 1)] + x
+    pipe = ts.Pipeline(out)
+    s = ts.Schedule(pipe)
+    s[up].compute_root().vectorize(x)          # its whole (constant) extent: ``lanes``
+    s[down].compute_root()
+    compiled = ts.compile(pipe, s)
+    src = np.arange(lanes // 2 + 2, dtype=np.int32) * 7 % 11
+    for n in (1, 9):
+        where = (np.arange(n, dtype=np.int32) * 5) % (lanes + 2) - 1
+        want = ts.reference.realize(pipe, [n], input=src, idx=where)
+        np.testing.assert_array_equal(compiled.realize([n], input=src, idx=where), want)
+
+
 @pytest.mark.parametrize("stride", [2, 3, 4, -2])
 @pytest.mark.parametrize("dtype", [ts.float32, ts.uint8])
 def test_strided_loads_read_whole_vectors_inside_their_span(stride, dtype):

@@ -18,6 +18,10 @@ thread / serial form: a loop split into blocks and a tile, the tile into threads
 and an unrolled serial loop inside each thread, sometimes with another loop's short
 run (2 or 3 points, guarded) unrolled inside the thread too.
 
+In GPU schedules, inputs are sometimes wrapped (``Schedule.wrap``) for some of their
+callers, the wrappers scheduled like the other Funcs (inside a block: an input staged
+there), and a Func computed at a loop is sometimes stored in shared memory.
+
 From a test in tests/property: ``from schedule_strategies import schedules``.
 """
 from __future__ import annotations
@@ -138,15 +142,43 @@ def _level(draw, s, pipe, name, h):
         _attempt(h.compute_root)
 
 
+def _wraps(draw, s, pipe) -> None:
+    """In a third of the schedules, each input wrapped (``Schedule.wrap``) for a random
+    non-empty subset of the Funcs that call it; the wrappers are then scheduled like
+    any Func (a wrapper computed inside a GPU block is its input staged there)."""
+    if not draw(st.sampled_from([False, False, True]), label="wrap inputs"):
+        return
+    for inp in sorted(pipe.images):
+        callers = pipe.consumers(inp)
+        if not callers:
+            continue
+        chosen = draw(st.lists(st.sampled_from(callers), min_size=1, max_size=len(callers),
+                               unique=True), label=f"wrap {inp} for")
+        _attempt(lambda: s.wrap(inp, chosen))
+
+
+def _shared(draw, s, name, h) -> None:
+    """A Func computed inside a GPU block loop (and outside its thread loops) may be
+    stored in shared memory."""
+    if s.func_schedule(name).compute.kind != "at" or not draw(st.booleans(), label="shared"):
+        return
+    _attempt(lambda: h.store_in("shared"))
+
+
 @st.composite
 def schedules(draw, pipe, max_directives: int = 3, gpu: bool = False):
     """A random legal Schedule of ``pipe`` (see the module docstring)."""
     s = ts.Schedule(pipe, target="cuda" if gpu else "cpu")
+    if gpu:
+        _wraps(draw, s, pipe)
+        pipe = s.view
     for name in reversed(pipe.order()):
         f = pipe.func(name)
         h = s[name]
         if not pipe.is_output(name):
             _level(draw, s, pipe, name, h)
+            if gpu:
+                _shared(draw, s, name, h)
         if s.func_schedule(name).is_inline():
             continue
         stages = [h] + [h.update(i) for i in range(len(f.updates))]

@@ -385,14 +385,15 @@ class MemoryEmitter:
         return self._pick(chunks, [c - first + k * s for k in range(self.lanes)])
 
     def _halves_load(self, buf: Buffer, idx: Halves, align: int):
-        """The lanes ``q + (k + odd) // 2``: a dense load of the W/2 (+1 when odd)
-        elements they touch, each duplicated by a shuffle (Halide's upsampling code)."""
+        """The lanes ``q + (k + odd) // 2``: a dense load of the ``(W - 1 + odd) // 2 + 1``
+        elements they touch (W/2, +1 when odd, for an even W; one for a single lane),
+        each duplicated by a shuffle (Halide's upsampling code)."""
         b, w = self.b, self.lanes
         out = []
         with b.if_else(idx.odd) as (odd, even):
             for branch, is_odd in ((odd, True), (even, False)):
                 with branch:
-                    n = w // 2 + is_odd
+                    n = (w - 1 + is_odd) // 2 + 1
                     out.append((self._span_load(buf, idx.q, n, idx.picks(is_odd)), b.block))
         v = b.phi(out[0][0].type)
         for val, block in out:
