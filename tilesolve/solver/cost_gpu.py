@@ -421,7 +421,7 @@ def _member_cycles(mach, counts) -> float:
 
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
                  n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
-                 steady: float = 0.0, staged: tuple = ()) -> KernelCounts:
+                 steady: float = 0.0, staged: tuple = (), traffic=None) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
@@ -429,7 +429,8 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     ``dims``, ``whole`` the dimensions each thread computes whole (unrolled); ``exts``
     ``_box_extents(gf)`` where the caller has it; ``steady`` the share of the blocks that
     run the steady state (``steady_fraction``); ``staged`` the buffers outside the group
-    copied into shared memory first (``_staging``), which the members read there."""
+    copied into shared memory first (``_staging``), which the members read there;
+    ``traffic`` its ``_traffic`` where the caller has it."""
     p = model.problem
     cp = model.spec.cost_params
     mach = GpuMachine.of(model.spec)
@@ -509,14 +510,25 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     for c in staged:
         _staging(model, k, c, exts[c], i, dims, block, per_block[c])
     k.lsu_cycles += k.load_lsu
-    for c, box in gf.input_regions.items():
-        sec = float(box_sectors(p, c, [e[i] for e in exts[c]])) * per_block.get(c, 1.0)
-        k.l2_load_sectors += sec
-        k.dram_load_sectors += min(_whole_sectors(p, c) if c in p.regions else n * sec, n * sec)
-    ext = [e[i] for e in exts[group.output]]
-    k.l2_store_sectors = float(box_sectors(p, group.output, ext)) * per_block[group.output]
-    k.dram_store_sectors = _whole_sectors(p, group.output)
+    (k.l2_load_sectors, k.dram_load_sectors, k.l2_store_sectors,
+     k.dram_store_sectors) = traffic or _traffic(p, gf, group, i, exts, per_block, n)
     return k
+
+
+def _traffic(p, gf, group, i: int, exts, per_block: dict, n: int) -> tuple:
+    """(L2 load sectors a block, DRAM load sectors, L2 store sectors a block, DRAM store
+    sectors) of the kernel of tiling ``i`` in ``n`` blocks: each block's input boxes and
+    output tile, the inputs read and the output written once (the same for every block
+    shape and staging of the tiling)."""
+    l2_load = dram_load = 0.0
+    for c in gf.input_regions:
+        sec = float(box_sectors(p, c, [e[i] for e in exts[c]])) * per_block.get(c, 1.0)
+        l2_load += sec
+        dram_load += min(_whole_sectors(p, c) if c in p.regions else n * sec, n * sec)
+    ext = [e[i] for e in exts[group.output]]
+    return (l2_load, dram_load,
+            float(box_sectors(p, group.output, ext)) * per_block[group.output],
+            _whole_sectors(p, group.output))
 
 
 def _staging(model, k: KernelCounts, c: str, ext, i: int, dims: tuple, block: tuple,
@@ -562,6 +574,21 @@ def _staging_options(model, group, gf, tilings, dims) -> list:
     if names:
         names = sorted(set(names) - _runtime_inputs(model, group, tilings))
     return [(), tuple(names)] if names else [()]
+
+
+def _staging_may_gain(spec, mach, plain) -> bool:
+    """Whether staging could make a block's kernel cheaper than its unstaged form
+    ``plain`` (the reason it is infeasible, its counts; None: no mapping fits): only where
+    that kernel's time is decided by the load/store unit or by latency (staging moves
+    global loads to shared memory and waits one round trip for them; it adds
+    instructions and changes no DRAM or L2 traffic), or where the spec's
+    ``stage_weight`` favours staging."""
+    if spec.cost_params.stage_weight < 1.0:
+        return True
+    if plain is None or plain[0]:     # no mapping fits, or a limit is passed: staged too
+        return False
+    bounds = launch_bounds(mach, plain[1])
+    return max(bounds, key=bounds.get) in ("lsu", "latency")
 
 
 def _runtime_inputs(model, group, tilings) -> set:
@@ -699,10 +726,14 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         updates = _update_launches(model, group, dims)
         best = None
         staging = _staging_options(model, group, gf, tilings, dims)
+        plain = {}                  # block -> its unstaged kernel's (reason, counts)
+        traffic = _traffic(p, gf, group, i, exts, per_block, n)
         for staged, block in itertools.product(staging, dict.fromkeys((grown, own))):
+            if staged and not _staging_may_gain(spec, mach, plain.get(block)):
+                continue
             shape = (block[0], block[1] if len(block) > 1 else 1)
             main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole,
-                                exts, steady, staged)
+                                exts, steady, staged, traffic)
             if main is None:
                 continue
             shared = members_shared + staged_bytes(p, staged, i, per_block, exts)
@@ -725,6 +756,8 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                                                             spec.warp_size)):
                 why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
             main.blocks_per_sm = max(blocks_per_sm, 1)
+            if not staged:
+                plain[block] = (why, main)
             terms = _terms(mach, [main] + updates)
             key = (bool(why), sum(terms.values()) * (spec.cost_params.stage_weight
                                                      if staged else 1.0))
