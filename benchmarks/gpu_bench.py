@@ -11,8 +11,10 @@
 
 Schedules per app: ``solver`` (``ts.solve_schedule`` for the spec, when it
 succeeds; with ``--fma`` also ``solver_fma``, the same schedule built with
-``nvcc --fmad=true``), ``solver_staged`` (solved with ``stage_weight: 0``: every input
-the model may stage in shared memory staged; built only where that stages one),
+``nvcc --fmad=true``), ``solver_staged`` and ``solver_registers`` (solved with
+``stage_weight: 0`` or ``register_weight: 0``: inputs staged in shared memory, or
+producers computed in each thread's registers, wherever the model can; built only where
+the schedule then has one),
 ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
 shared memory).  Printed per case, all measured in the same run: device
@@ -95,6 +97,16 @@ def _alarm(_sig, _frame):
     raise _Timeout()
 
 
+# the solver with one schedule form favoured (its cost parameter), built only where the
+# schedule then uses it
+VARIANTS = {
+    "solver_staged": ({"stage_weight": 0.0}, lambda s: bool(s.wrappers)),
+    "solver_registers": ({"register_weight": 0.0},
+                         lambda s: any(g.cost.gpu and g.cost.gpu.in_registers
+                                       for g in s.provenance.groups)),
+}
+
+
 def schedules(name, pipe, est, spec, which):
     out = {}
     if "solver" in which:
@@ -102,14 +114,15 @@ def schedules(name, pipe, est, spec, which):
             out["solver"] = ts.solve_schedule(pipe, spec, estimates=est)
         except Exception as e:                   # reported, and the other cases still built
             print(f"  {name}: solver failed: {type(e).__name__}: {str(e)[:200]}")
-    if "solver_staged" in which:            # staging favoured (A/B of the staged kernels)
+    for variant, (params, uses) in VARIANTS.items():     # A/B of a schedule form
+        if variant not in which:
+            continue
         try:
-            staged = ts.solve_schedule(pipe, spec.with_cost_params(stage_weight=0.0),
-                                       estimates=est)
-            if staged.wrappers:
-                out["solver_staged"] = staged
+            sched = ts.solve_schedule(pipe, spec.with_cost_params(**params), estimates=est)
+            if uses(sched):
+                out[variant] = sched
         except Exception as e:
-            print(f"  {name}: solver_staged failed: {type(e).__name__}: {str(e)[:200]}")
+            print(f"  {name}: {variant} failed: {type(e).__name__}: {str(e)[:200]}")
     if "gpu_inline" in which:
         out["gpu_inline"] = gpu_inline_schedule(pipe)
     if "gpu_root" in which:
@@ -184,7 +197,8 @@ def verdict(app, pipe, out, ref):
 
 
 # what matters most first
-ORDER = ("solver", "solver_fma", "solver_staged", "hand", "gpu_root", "gpu_inline")
+ORDER = ("solver", "solver_fma", "solver_staged", "solver_registers", "hand", "gpu_root",
+         "gpu_inline")
 
 
 def _print_row(r, naive):

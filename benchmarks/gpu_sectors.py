@@ -30,12 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
-import yaml  # noqa: E402
 
 import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS  # noqa: E402
 from tilesolve.backend.cuda import emulate as EM  # noqa: E402
 from tilesolve.backend.cuda.sectors import LEVELS, Traffic  # noqa: E402
+from cost_sets import spec_with  # noqa: E402
 
 
 def measure(name: str, spec, method: str | None, solve_size: str) -> dict:
@@ -78,18 +78,6 @@ def check_output(app, pipe, outs, inputs) -> None:
             raise AssertionError("the emulated output differs from the reference")
 
 
-def with_params(spec: str, items) -> object:
-    """The spec named ``spec`` with the ``NAME=VALUE`` cost parameters of ``items``."""
-    s = ts.load_spec(spec)
-    params = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected COST_PARAM=VALUE")
-        params[name] = yaml.safe_load(text)
-    return s.with_cost_params(**params) if params else s
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--spec", default="h100")
@@ -101,7 +89,7 @@ def main(argv=None):
     p.add_argument("--set", action="append", default=[], metavar="COST_PARAM=VALUE",
                    help="solve with this cost parameter changed (docs/cost_params.md)")
     args = p.parse_args(argv)
-    spec = with_params(args.spec, args.set)
+    spec = spec_with(args.spec, args.set)
     rows = []
     print(f"{'app':16s} {'launches':>8s} {'compulsory/pt':>13s} {'warp':>6s} {'block':>6s} "
           f"{'launch':>6s} {'ld/req':>6s} {'st/req':>6s}")

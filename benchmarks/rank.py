@@ -52,7 +52,6 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -61,6 +60,7 @@ sys.path.insert(0, str(HERE))
 import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS, get_app  # noqa: E402
 from tilesolve.tune.stats import spearman  # noqa: E402
+from cost_sets import cost_sets  # noqa: E402
 
 DEFAULT = HERE / "results" / "autotune_measurements_2026-11-24.json"
 MIN_POINTS = 5       # schedules a tuning needs for its rho to count in the median
@@ -76,17 +76,6 @@ def _fmt(v) -> str:
 
 def _load(path) -> dict:
     return json.loads(Path(path).read_text())
-
-
-def _sets(items) -> dict:
-    """``--set NAME=VALUE`` cost parameters (VALUE is YAML)."""
-    out = {}
-    for item in items or ():
-        name, sep, text = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected NAME=VALUE")
-        out[name] = yaml.safe_load(text)
-    return out
 
 
 def _same(a, b) -> bool:
@@ -415,7 +404,7 @@ def rank(a) -> None:
         if a.launch_us is not None:
             spec = spec.replace(launch_overhead_us=a.launch_us)
         if a.set:
-            spec = spec.with_cost_params(**_sets(a.set))
+            spec = spec.with_cost_params(**cost_sets(a.set))
         now = reprice(stored, spec, columns=a.columns)
     by_app: dict = {}
     for r in rows:
@@ -532,7 +521,7 @@ def _by_key(doc) -> dict:
 
 def offline(a) -> None:
     """Print rho per tuning of an export, priced by the current model."""
-    doc, sets = _load(a.file), _sets(a.set)
+    doc, sets = _load(a.file), cost_sets(a.set)
     by_key = _by_key(doc)
     result = {}
     print(f"{'tuning':<42} {'n':>3} {'var':>4} {'unpr':>4} {'rho':>6} {'rho@day':>8}")
@@ -586,7 +575,7 @@ def ceiling(a) -> None:
     against the fastest times, and the retest rho of even against odd rounds."""
     from tilesolve.model.schedule import Schedule
     from tilesolve.tune.check import compare
-    doc, sets = _load(a.file), _sets(a.set)
+    doc, sets = _load(a.file), cost_sets(a.set)
     by_key = _by_key(doc)
     spec = None if a.spec == "stored" else ts.load_spec(a.spec)
     records = []
@@ -675,7 +664,7 @@ def compare_runs(docs: list, apps=None, sets=None) -> list:
 def pooled(a) -> None:
     if len(a.runs) < 2:
         raise SystemExit("pooled: give at least two runs")
-    rows = compare_runs([_load(f) for f in a.runs], a.app, _sets(a.set))
+    rows = compare_runs([_load(f) for f in a.runs], a.app, cost_sets(a.set))
     print(f"{'app':<16} {'n':>3} {'runs':>6} {'min':>6} {'pooled':>6}  model per run")
     for r in rows:
         flag = "  noise" if r["runs"] is not None and r["runs"] < TARGET else ""

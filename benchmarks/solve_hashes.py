@@ -8,7 +8,7 @@ refactoring of the solvers or the analysis changes no schedule.
 A line: ``app method seconds hash``; the hash covers the schedule's code (not its
 header, which holds the solve time) and its predicted cost.  Each solve runs twice
 and the faster time is printed; the last line is the total.  Spec: ``--spec``
-(default host), the papers' estimates.  ``--time-limit`` goes to each solve: a solve
+(default host), the papers' estimates; ``--set COST_PARAM=VALUE`` changes a cost parameter.  ``--time-limit`` goes to each solve: a solve
 that reaches it (the ILP of local_laplacian on h100 at the default 10 s) returns the
 best answer found by then, which differs from run to run; a longer limit lets it finish.
 """
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tilesolve as ts  # noqa: E402
 from tilesolve.apps import APPS  # noqa: E402
+from cost_sets import spec_with  # noqa: E402
 
 
 def schedule_hash(s) -> str:
@@ -38,7 +39,10 @@ def main(argv=None):
     p.add_argument("--methods", default="greedy,beam,ilp")
     p.add_argument("--apps", default=",".join(APPS))
     p.add_argument("--time-limit", type=float, default=10.0)
+    p.add_argument("--set", action="append", default=[], metavar="COST_PARAM=VALUE",
+                   help="solve with this cost parameter changed (docs/cost_params.md)")
     a = p.parse_args(argv)
+    spec = spec_with(a.spec, a.set)
     total = 0.0
     for name in a.apps.split(","):
         app = APPS[name]
@@ -47,7 +51,7 @@ def main(argv=None):
             best, s = float("inf"), None
             for _ in range(2):
                 t0 = time.perf_counter()
-                s = ts.solve_schedule(pipe, a.spec, estimates=est, method=m,
+                s = ts.solve_schedule(pipe, spec, estimates=est, method=m,
                                       time_limit=a.time_limit)
                 best = min(best, time.perf_counter() - t0)
             total += best

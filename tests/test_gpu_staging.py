@@ -134,3 +134,14 @@ def test_calls_through_an_inlined_func_shared_with_another_kernel_are_not_redire
     group = Group("out", frozenset({"a", "out"}) - alone.inlined)
     assert shared_f in CG.staging_consumers(alone, group, "input")
     assert "input" in CG.stage_candidates(alone, group)
+
+
+def test_a_fixed_schedule_with_a_wrapper_is_refused_by_name():
+    """The solvers complete a schedule of the pipeline's own Funcs: a fixed schedule that
+    wraps an input is refused, naming the wrapper and its source."""
+    app = get_app("blur")
+    pipe, est = app.build(app.SMALL_SIZE)
+    fixed = ts.Schedule(pipe, target="cuda")
+    fixed.wrap("input", ["blur_x"])
+    with pytest.raises(ts.SolverError, match=r"input_in_blur_x \(of input\)"):
+        ts.solve_schedule(pipe, "h100", estimates=est, method="greedy", fixed=fixed)

@@ -126,6 +126,12 @@ def _check_fixed(pipeline, fixed) -> None:
     if fixed.pipeline is not pipeline:
         raise SolverError("solve_schedule: the fixed schedule was made for a different "
                           "Pipeline")
+    if fixed.wrappers:
+        names = ", ".join(f"{w} (of {src})" for w, (src, _) in fixed.wrappers.items())
+        raise SolverError(f"solve_schedule: the fixed schedule wraps {names} "
+                          "(Schedule.wrap); the solvers complete schedules of the pipeline's "
+                          "own Funcs: wrap after solving (s = solve_schedule(...); "
+                          "s.wrap(...))")
 
 
 def solve(pipeline, hw_spec, estimates=None, method: str = "auto",

@@ -255,17 +255,20 @@ def staging_consumers(p, group, c: str):
     return tuple(out) or None
 
 
-def _sites(p, group, m, staged=()):
+def _sites(p, group, m, staged=(), regs=()):
     """(global, shared) accesses of member ``m`` per stage: {stage: [Site]}, {stage: n};
-    the reads of the ``staged`` buffers are shared (memoized per problem; not to be
+    the reads of the ``staged`` buffers are shared, those of the members in ``regs``
+    (computed in the thread, in registers) neither (memoized per problem; not to be
     modified)."""
     cache = p.memo("gpu_group_sites")
-    key = (group.output, group.members, m, staged)
+    key = (group.output, group.members, m, staged, regs)
     hit = cache.get(key)
     if hit is not None:
         return hit
     glob, shared = {}, {}
     for s in member_sites(p, m):
+        if s.callee in regs:
+            continue
         outside = s.callee not in group.members or (s.callee == group.output and s.stage)
         if outside and s.callee in p.regions and s.callee not in staged:
             glob.setdefault(s.stage, []).append(s)
@@ -421,7 +424,8 @@ def _member_cycles(mach, counts) -> float:
 
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
                  n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
-                 steady: float = 0.0, staged: tuple = (), traffic=None) -> KernelCounts:
+                 steady: float = 0.0, staged: tuple = (), traffic=None,
+                 regs: dict | None = None) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
@@ -430,7 +434,9 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     ``_box_extents(gf)`` where the caller has it; ``steady`` the share of the blocks that
     run the steady state (``steady_fraction``); ``staged`` the buffers outside the group
     copied into shared memory first (``_staging``), which the members read there;
-    ``traffic`` its ``_traffic`` where the caller has it."""
+    ``traffic`` its ``_traffic`` where the caller has it; ``regs`` the producers each
+    thread computes itself, in registers (``register_members``: their points a thread,
+    rows)."""
     p = model.problem
     cp = model.spec.cost_params
     mach = GpuMachine.of(model.spec)
@@ -455,8 +461,12 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
                     for d in dims)
         mdims = tuple(d if d is not None and d < nd else None for d in dims)
         (ops, loads), updates = p.stage_info[m]
-        glob, shared = _sites(p, group, m, staged)
+        glob, shared = _sites(p, group, m, staged, tuple(sorted(regs or ())))
         ops = ops - steady * boundary_ops(p, m)
+        if regs and m in regs:
+            _in_registers(model, k, group, m, ext, i, mdims, block, off, regs[m], whole,
+                          staged, ops, loads, glob, shared)
+            continue
         pts = float(gf.member_points[m][i]) * per_block[m]
         best, sec0 = None, 0
         if m == group.output or (tx <= bx and ty <= by):
@@ -531,6 +541,26 @@ def _traffic(p, gf, group, i: int, exts, per_block: dict, n: int) -> tuple:
             _whole_sectors(p, group.output))
 
 
+def _in_registers(model, k: KernelCounts, group, m: str, ext, i: int, mdims: tuple,
+                  block: tuple, off: tuple, per_thread: tuple, whole: tuple, staged: tuple,
+                  ops: float, loads: float, glob: dict, shared: dict) -> None:
+    """Add to ``k`` producer ``m`` computed by every thread of the block for its own
+    points (``per_thread``: its points a thread and their rows along the outer tiled
+    dimension), in registers: each warp runs them unrolled, the loads the rows share
+    issued once; no shared memory, no barrier (the halo is recomputed by each thread)."""
+    cp = model.spec.cost_params
+    bx, by = block
+    points, rows = per_thread
+    x0 = float(active_warps(bx, by, bx, by)) * points
+    reuse = _unrolled_reuse(model.problem, group, m, ext, i, mdims, (1, rows), whole, staged)
+    sec = _stage_sectors(model.problem, group, m, 0, glob, mdims, bx, bx, by, off, 1, staged)
+    counts = _pure_counts(cp, x0, points, ops, loads, reuse, sec, shared.get(0, 0))
+    k.instructions += counts[0]
+    k.load_lsu += counts[1]
+    k.lsu_cycles += counts[2]
+    k.rounds += 1 if sec else 0
+
+
 def _staging(model, k: KernelCounts, c: str, ext, i: int, dims: tuple, block: tuple,
              share: float) -> None:
     """Add to ``k`` the copy of buffer ``c``'s box (``ext``: its ``box_extents``) into
@@ -557,6 +587,43 @@ def staged_bytes(p, staged, i: int, per_block: dict, exts) -> int:
     """Shared memory a block of tiling ``i`` holds for the ``staged`` buffers' boxes."""
     return int(sum(math.prod(int(e[i]) for e in exts[c]) * p.bytes_per_point(c) * per_block[c]
                    for c in staged))
+
+
+def register_members(model, group, t, tiled: list, whole: tuple) -> dict:
+    """The producers of ``group`` that each thread of a block of tiling ``t`` (a serial
+    tile, or dimensions run whole in the thread) may compute itself in registers, each
+    with (its points a thread, their rows along the outer tiled dimension): those read
+    only by the output, with no update, whose region for one thread's points has a
+    constant size (memoized per problem)."""
+    p = model.problem
+    if not model.spec.cost_params.register_producers or len(tiled) < 2 \
+            or all(t.serial_of(d) == 1 for d in tiled):
+        return {}
+    region = p.regions[group.output]
+    tile = tuple(t.serial_of(d) if d in tiled else t.sizes[d] if d in whole
+                 else (1 if d > max(tiled) else None) for d in range(len(region)))
+    cache = p.memo("gpu_register_members")
+    key = (group, tile)
+    if key in cache:
+        return cache[key]
+    from ..analysis.footprint import interior_tile, tile_facts
+    from .schedule_gen import _changing, _moved_tile_facts
+    names = {m for m in group.producers() if not p.stage_info[m][1]
+             and p.consumers.get(m, frozenset()) & group.members == {group.output}}
+    out = {}
+    facts = _moved_tile_facts(p, group, list(tile)) if names else None
+    if facts is not None:
+        names -= _changing([f.member_regions for f in facts], names)
+        boxes = tile_facts(p, group, interior_tile(region, tile)).member_regions
+        outer = tiled[1]
+        for m in sorted(names):
+            box = boxes.get(m)
+            if box is None or len(box) <= outer:
+                continue
+            out[m] = (math.prod(hi - lo + 1 for lo, hi in box),
+                      box[outer][1] - box[outer][0] + 1)
+    cache[key] = out
+    return out
 
 
 def _staging_options(model, group, gf, tilings, dims) -> list:
@@ -716,8 +783,8 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         per_block = _per_block(p, gf, group, extra_dims, i, exts)
         # each member's buffer holds its share of the tile (a member without the output's
         # dimensions past the tiled ones holds all of its tile in every block)
-        members_shared = int(sum(float(gf.member_points[m][i]) * bpp(m) * per_block[m]
-                                 for m in shared_members))
+        member_bytes = {m: float(gf.member_points[m][i]) * bpp(m) * per_block[m]
+                        for m in shared_members}
         per_thread = math.prod(t.serial_of(d) for d in tiled) * math.prod(sizes[d] for d in whole)
         active_sms = min(spec.sm_count, n)
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
@@ -728,18 +795,24 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         staging = _staging_options(model, group, gf, tilings, dims)
         plain = {}                  # block -> its unstaged kernel's (reason, counts)
         traffic = _traffic(p, gf, group, i, exts, per_block, n)
-        for staged, block in itertools.product(staging, dict.fromkeys((grown, own))):
-            if staged and not _staging_may_gain(spec, mach, plain.get(block)):
-                continue
+        in_regs = register_members(model, group, t, tiled, whole)
+        options = itertools.product(staging, [{}] + ([in_regs] if in_regs else []),
+                                    dict.fromkeys((grown, own)))
+        for staged, rg, block in options:
+            if (staged and not rg and not _staging_may_gain(spec, mach, plain.get(block))) \
+                    or (rg and block != own):
+                continue            # (a thread's own producers: the output's threads)
             shape = (block[0], block[1] if len(block) > 1 else 1)
             main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole,
-                                exts, steady, staged, traffic)
+                                exts, steady, staged, traffic, rg)
             if main is None:
                 continue
-            shared = members_shared + staged_bytes(p, staged, i, per_block, exts)
+            shared = int(sum(b for m, b in member_bytes.items() if m not in rg)) \
+                + staged_bytes(p, staged, i, per_block, exts)
             threads = math.prod(block) if block else 1
             regs = min(spec.max_registers_per_thread, registers_estimate(spec, threads)
-                       + spec.cost_params.serial_point_registers * (per_thread - 1))
+                       + spec.cost_params.serial_point_registers * (per_thread - 1)
+                       + sum(-(-pts * bpp(m) // 4) for m, (pts, _) in rg.items()))
             occ, blocks_per_sm = occupancy(spec, threads, shared, regs)
             why = ""
             if threads > spec.max_threads_per_block:
@@ -756,14 +829,16 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                                                             spec.warp_size)):
                 why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
             main.blocks_per_sm = max(blocks_per_sm, 1)
-            if not staged:
+            if not staged and not rg:
                 plain[block] = (why, main)
             terms = _terms(mach, [main] + updates)
-            key = (bool(why), sum(terms.values()) * (spec.cost_params.stage_weight
-                                                     if staged else 1.0))
+            weight = ((spec.cost_params.stage_weight if staged else 1.0)
+                      * (spec.cost_params.register_weight if rg else 1.0))
+            key = (bool(why), sum(terms.values()) * weight)
             if best is None or key < best[0]:
                 gpu = GpuCost(threads, block, shared, regs, occ, blocks_per_sm, active_sms, n,
-                              t.serial, tuple(sorted(main.spread.items())), staged)
+                              t.serial, tuple(sorted(main.spread.items())), staged,
+                              tuple(sorted(rg)))
                 best = (key, why, terms, gpu)
         _, why, terms, gpu = best
         shared = gpu.shared_bytes

@@ -352,10 +352,18 @@ def _gpu_group(problem, s, group, tiling, forced=frozenset(), model=None,
     block = [tiling.sizes[i] if i in tiled[:2] or i in whole
              else (1 if i > max(tiled) else None) for i in range(len(names))]
     at_root = _runtime_sized(problem, group, block) | (set(forced) & group.producers())
-    spread, threads_xy, staged = _gpu_mapping(problem, model, group, tiling, at_root)
+    spread, threads_xy, staged, in_registers = _gpu_mapping(problem, model, group, tiling,
+                                                            at_root)
+    a = tiled[0]
+    thread_var = f"{names[a]}t" if a in serial else f"{names[a]}i"
     for m in sorted(group.producers()):
         hm = s[m]
         mn = [v.name for v in problem.func(m).pure.args]
+        if m in in_registers and m not in at_root and (serial or whole):
+            # each thread computes the points its own serial tile reads, in registers
+            # (inside the thread loops, around the unrolled serial loop)
+            hm.compute_at(out, thread_var)
+            continue
         if m in at_root:
             # no constant-size shared buffer can hold its tile: a kernel of its own, in
             # blocks of cost_params.root_block_rows warps (a warp of x by that many rows
@@ -438,16 +446,16 @@ def _serial_member(hm, mn, tiled, serial) -> list:
 def _gpu_mapping(problem, model, group, tiling, at_root) -> tuple:
     """How the cost model maps the producers of ``group`` (less those ``at_root``) onto
     the threads of a block of ``tiling``: ({producer spread over the block's threads: its
-    serial run}, the block's threads (x, y), the buffers staged in shared memory)
-    (``cost_gpu._main_kernel``)."""
+    serial run}, the block's threads (x, y), the buffers staged in shared memory, the
+    producers each thread computes in registers) (``cost_gpu._main_kernel``)."""
     from .cost import CostModel
     if model is None or model.problem is not problem:
         model = CostModel(problem)
     rest = Group(group.output, frozenset(group.members - set(at_root)))
     gpu = model.cost(rest, tiling).gpu
-    if gpu is None or len(gpu.block) < 2 or not (gpu.spread or gpu.staged):
-        return {}, None, ()
-    return dict(gpu.spread), tuple(gpu.block[:2]), tuple(gpu.staged)
+    if gpu is None or len(gpu.block) < 2:
+        return {}, None, (), ()
+    return dict(gpu.spread), tuple(gpu.block[:2]), tuple(gpu.staged), tuple(gpu.in_registers)
 
 
 def _stage_input(problem, s, group, c, out, block_var, tiled, threads_xy,

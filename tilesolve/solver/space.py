@@ -85,6 +85,7 @@ class GpuCost:
     serial: tuple | None = None  # the tiling's points per thread per dimension (None: 1)
     spread: tuple = ()          # ((producer, serial run), ...) spread over the block's threads
     staged: tuple = ()          # buffers outside the kernel copied into shared memory first
+    in_registers: tuple = ()    # producers computed in each thread, in registers
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -97,6 +98,10 @@ class GpuCost:
             d["staged"] = list(self.staged)
         else:
             del d["staged"]
+        if self.in_registers:
+            d["in_registers"] = list(self.in_registers)
+        else:
+            del d["in_registers"]
         if self.serial is None:
             del d["serial"]
         else:
@@ -109,7 +114,8 @@ class GpuCost:
         return GpuCost(**{**d, "block": tuple(d["block"]),
                           "serial": None if serial is None else tuple(serial),
                           "spread": tuple(tuple(x) for x in d.get("spread", ())),
-                          "staged": tuple(d.get("staged", ()))})
+                          "staged": tuple(d.get("staged", ())),
+                          "in_registers": tuple(d.get("in_registers", ()))})
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,9 @@ class CostParams:
     stage_min_sites: int = 2             # an input read at fewer sites a point is not staged
     stage_weight: float = 1.0            # a staged kernel's time is compared x this (below
     #                                          1 favours staging: an experiment's switch)
+    register_producers: bool = True      # offer producers computed in each thread (registers)
+    register_weight: float = 1.0         # such a kernel's time is compared x this (below 1
+    #                                          favours them: an experiment's switch)
     # -- solver/tilings.py (GPU) -------------------------------------------------------
     gpu_inner: tuple = (8, 16, 32, 64, 128, 256)   # a block's threads in the inner dimension
     gpu_outer: tuple = (1, 2, 4, 8, 16, 32)        # a block's threads in the outer dimension
@@ -124,7 +127,8 @@ GPU_ONLY = frozenset({
     "default_registers_per_thread", "point_instructions", "load_instructions",
     "loop_instructions", "update_unroll", "unrolled_point_instructions",
     "serial_point_registers", "spread_point_instructions", "stage_inputs",
-    "stage_min_sites", "stage_weight", "gpu_inner", "gpu_outer",
+    "stage_min_sites", "stage_weight", "register_producers",
+    "register_weight", "gpu_inner", "gpu_outer",
     "gpu_serial", "gpu_serial_rows",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
     "root_block_rows", "update_block", "l2_over_dram", "gpu_inline_trials"})
