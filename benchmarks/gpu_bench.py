@@ -14,7 +14,8 @@ succeeds; with ``--fma`` also ``solver_fma``, the same schedule built with
 ``nvcc --fmad=true``), ``solver_staged`` and ``solver_registers`` (solved with
 ``stage_weight: 0`` or ``register_weight: 0``: inputs staged in shared memory, or
 producers computed in each thread's registers, wherever the model can; built only where
-the schedule then has one),
+the schedule then has one), ``solver_plain`` (without those two forms: built where the
+solver's schedule uses one),
 ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
 shared memory).  Printed per case, all measured in the same run: device
@@ -97,14 +98,21 @@ def _alarm(_sig, _frame):
     raise _Timeout()
 
 
-# the solver with one schedule form favoured (its cost parameter), built only where the
-# schedule then uses it
+# the solver with one schedule form favoured (its cost parameter)
+# (or, for solver_plain, without the staged and register forms), built only where the
+# schedule then uses it (differs from the solver's)
 VARIANTS = {
-    "solver_staged": ({"stage_weight": 0.0}, lambda s: bool(s.wrappers)),
+    "solver_staged": ({"stage_weight": 0.0}, lambda s, base: bool(s.wrappers)),
     "solver_registers": ({"register_weight": 0.0},
-                         lambda s: any(g.cost.gpu and g.cost.gpu.in_registers
-                                       for g in s.provenance.groups)),
+                         lambda s, base: any(g.cost.gpu and g.cost.gpu.in_registers
+                                             for g in s.provenance.groups)),
+    "solver_plain": ({"stage_inputs": False, "register_producers": False},
+                     lambda s, base: base is None or _body(s) != _body(base)),
 }
+
+
+def _body(s) -> str:
+    return "\n".join(ln for ln in str(s).splitlines() if not ln.startswith("#"))
 
 
 def schedules(name, pipe, est, spec, which):
@@ -119,7 +127,7 @@ def schedules(name, pipe, est, spec, which):
             continue
         try:
             sched = ts.solve_schedule(pipe, spec.with_cost_params(**params), estimates=est)
-            if uses(sched):
+            if uses(sched, out.get("solver")):
                 out[variant] = sched
         except Exception as e:
             print(f"  {name}: {variant} failed: {type(e).__name__}: {str(e)[:200]}")
@@ -197,8 +205,8 @@ def verdict(app, pipe, out, ref):
 
 
 # what matters most first
-ORDER = ("solver", "solver_fma", "solver_staged", "solver_registers", "hand", "gpu_root",
-         "gpu_inline")
+ORDER = ("solver", "solver_fma", "solver_plain", "solver_staged", "solver_registers", "hand",
+         "gpu_root", "gpu_inline")
 
 
 def _print_row(r, naive):

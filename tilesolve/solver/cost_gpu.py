@@ -44,6 +44,15 @@ grown to every member's halo or the output's own threads with the members that d
 fit spread over them, whichever kernel is cheaper; ``GpuCost.spread`` records the
 spread members, and ``schedule_gen`` writes them so (``_spread_member``).
 
+Two more forms of Anderson 2021's space are priced per tiling beside the plain one, the
+cheapest kept: a buffer outside the group that the members read at several sites staged
+in shared memory first (``_staging``: a copy spread over the block's threads, then the
+members' reads of it are shared-memory accesses; ``GpuCost.staged``, written as a
+``Schedule.wrap`` by ``schedule_gen``), and, with a serial tile, producers read only by
+the output computed by each thread for its own points in registers (``_in_registers``:
+no shared memory or barrier for them, their halo recomputed by every thread;
+``GpuCost.in_registers``).
+
 A kernel's interior blocks run its steady state (``lower/partition.py``): the clamps of
 the coordinates its members read (``repeat_edge``'s ``min``/``max``) and the selects of
 ``constant_exterior`` are gone there, and the instructions of a point count them only
@@ -593,8 +602,8 @@ def register_members(model, group, t, tiled: list, whole: tuple) -> dict:
     """The producers of ``group`` that each thread of a block of tiling ``t`` (a serial
     tile, or dimensions run whole in the thread) may compute itself in registers, each
     with (its points a thread, their rows along the outer tiled dimension): those read
-    only by the output, with no update, whose region for one thread's points has a
-    constant size (memoized per problem)."""
+    only by the output, with no update, whose region for one thread's points and for
+    the block's have a constant size (memoized per problem)."""
     p = model.problem
     if not model.spec.cost_params.register_producers or len(tiled) < 2 \
             or all(t.serial_of(d) == 1 for d in tiled):
@@ -607,9 +616,13 @@ def register_members(model, group, t, tiled: list, whole: tuple) -> dict:
     if key in cache:
         return cache[key]
     from ..analysis.footprint import interior_tile, tile_facts
-    from .schedule_gen import _changing, _moved_tile_facts
+    from .schedule_gen import _changing, _moved_tile_facts, _runtime_sized
+    block = [t.sizes[d] if d in tiled or d in whole else (1 if d > max(tiled) else None)
+             for d in range(len(region))]
     names = {m for m in group.producers() if not p.stage_info[m][1]
              and p.consumers.get(m, frozenset()) & group.members == {group.output}}
+    # (one whose block's region depends on run-time values goes to root: schedule_gen)
+    names -= _runtime_sized(p, group, block) if names else set()
     out = {}
     facts = _moved_tile_facts(p, group, list(tile)) if names else None
     if facts is not None:
