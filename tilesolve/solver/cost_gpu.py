@@ -678,19 +678,26 @@ def _runtime_inputs(model, group, tilings) -> set:
     hit = cache.get(group)
     if hit is None:
         from .schedule_gen import runtime_sized_inputs
-        p = model.problem
-        region = p.regions[group.output]
-        t = next((t for t in tilings if not t.is_untiled()), None)
+        block = _first_block(model.problem, group, tilings)
         hit = set()
-        if t is not None:
-            tiled = [d for d, s in enumerate(t.sizes) if s is not None][:2]
-            block = [t.sizes[d] if d in tiled else (1 if d > max(tiled) else None)
-                     for d in range(len(region))]
-            hit = runtime_sized_inputs(p, group, block)
+        if block is not None:
+            hit = runtime_sized_inputs(model.problem, group, block)
             if hit is None:
-                hit = set(stage_candidates(p, group))
+                hit = set(stage_candidates(model.problem, group))
         cache[group] = hit
     return hit
+
+
+def _first_block(p, group, tilings):
+    """What a block of the first tiled tiling of ``tilings`` covers of ``group``'s output
+    (its tile in the tiled dimensions, one point past them, all in the others), or None
+    where none is tiled."""
+    t = next((t for t in tilings if not t.is_untiled()), None)
+    if t is None:
+        return None
+    tiled = [d for d, s in enumerate(t.sizes) if s is not None][:2]
+    return [t.sizes[d] if d in tiled else (1 if d > max(tiled) else None)
+            for d in range(len(p.regions[group.output]))]
 
 
 def _update_launches(model, group, dims) -> list:
@@ -918,16 +925,8 @@ def _root_producers(model, group, tilings) -> set:
     hit = cache.get(group)
     if hit is None:
         from .schedule_gen import _runtime_sized
-        p = model.problem
-        region = p.regions[group.output]
-        t = next((t for t in tilings if not t.is_untiled()), None)
-        if t is None:
-            hit = set()
-        else:
-            tiled = [d for d, s in enumerate(t.sizes) if s is not None][:2]
-            block = [t.sizes[d] if d in tiled else (1 if d > max(tiled) else None)
-                     for d in range(len(region))]
-            hit = set(_runtime_sized(p, group, block))
+        block = _first_block(model.problem, group, tilings)
+        hit = set() if block is None else set(_runtime_sized(model.problem, group, block))
         cache[group] = hit
     return hit
 
