@@ -5,7 +5,7 @@ refactoring of the solvers or the analysis changes no schedule.
     python benchmarks/solve_hashes.py > after.txt      # on the new one
     diff <(cut -d' ' -f1,2,4 before.txt) <(cut -d' ' -f1,2,4 after.txt)
 
-A line: ``app method seconds hash``; the hash covers the schedule's code (not its
+A line: ``app method seconds hash predicted_cost``; the hash covers the schedule's code (not its
 header, which holds the solve time) and its predicted cost.  Each solve runs twice
 and the faster time is printed; the last line is the total.  Spec: ``--spec``
 (default host), the papers' estimates; ``--set COST_PARAM=VALUE`` changes a cost parameter.  ``--time-limit`` goes to each solve: a solve
@@ -55,7 +55,8 @@ def main(argv=None):
                                       time_limit=a.time_limit)
                 best = min(best, time.perf_counter() - t0)
             total += best
-            print(f"{name} {m} {best:.3f} {schedule_hash(s)}", flush=True)
+            cost = getattr(s.provenance, "predicted_cost", "")
+            print(f"{name} {m} {best:.3f} {schedule_hash(s)} {cost}", flush=True)
     print(f"total {total:.2f}")
 
 
