@@ -15,8 +15,9 @@ reorder, parallel update...) is left out, so the result is always legal.
 ``gpu=True`` makes a "cuda" schedule that may also map loops to GPU blocks and
 threads (for the CPU emulation of GPU schedules), among them the solver's block /
 thread / serial form: a loop split into blocks and a tile, the tile into threads
-and an unrolled serial loop inside each thread, sometimes with another loop's short
-run (2 or 3 points, guarded) unrolled inside the thread too.
+and an unrolled serial loop inside each thread (of 2 or 4 points sometimes vectorized:
+float2/float4 accesses), sometimes with another loop's short run (2 or 3 points,
+guarded) unrolled inside the thread too.
 
 In GPU schedules, inputs are sometimes wrapped (``Schedule.wrap``) for some of their
 callers, the wrappers scheduled like the other Funcs (inside a block: an input staged
@@ -93,8 +94,9 @@ def _stage_directives(draw, s, name, stage, handle, max_directives, gpu):
 
 def _serial_tile(draw, handle, loops, v, new) -> None:
     """``v`` split into blocks and a tile of ``f * t`` points, the tile into ``f``
-    threads computing ``t`` points each in an unrolled loop; maybe another loop's short
-    run unrolled inside the thread as well (a colour channel)."""
+    threads computing ``t`` points each in an unrolled loop (of 2 or 4 points, sometimes
+    vectorized: float2/float4 accesses); maybe another loop's short run unrolled inside
+    the thread as well (a colour channel)."""
     f, t = draw(st.sampled_from([2, 4, 8])), draw(st.sampled_from([2, 3, 4]))
     b, i, th, se = new(v + "b"), new(v + "i"), new(v + "t"), new(v + "s")
     if not (_attempt(lambda: handle.split(v, b, i, f * t))
@@ -110,8 +112,9 @@ def _serial_tile(draw, handle, loops, v, new) -> None:
                 and _attempt(lambda: handle.reorder(ui, se, th))):
             inner.insert(0, ui)
     if _attempt(lambda: handle.gpu_blocks(b)) and _attempt(lambda: handle.gpu_threads(th)):
+        vector = t in (2, 4) and draw(st.booleans())     # float2/float4 accesses
         for w in inner:
-            _attempt(lambda: handle.unroll(w))
+            _attempt(lambda: handle.vectorize(w) if vector and w == se else handle.unroll(w))
 
 
 def _level(draw, s, pipe, name, h):

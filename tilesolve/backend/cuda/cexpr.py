@@ -138,6 +138,30 @@ __device__ __forceinline__ ts_f16 ts_hd(double d) {    // once: through float ro
 __device__ __forceinline__ ts_f16 ts_hmod(ts_f16 a, ts_f16 b) {
   ts_f16 q = ts_h(ts_hf(a) / ts_hf(b)), p = ts_h(ts_hf(b) * floorf(ts_hf(q)));
   return ts_h(ts_hf(a) - ts_hf(p)); }
+// vector accesses (``vector.py``): N consecutive elements from b + i, one float2/float4
+// (int4, double2 ...) access where the address is aligned to its size, else one a lane
+template <class T, int N> struct alignas(sizeof(T) * N) ts_vec { T a[N]; };
+template <int N, class T> __device__ __forceinline__ void ts_vload(T* out, const T* b, ts_i64 i) {
+  const T* p = b + i;
+  if (((unsigned long long)p & (sizeof(ts_vec<T, N>) - 1)) == 0) {
+    const ts_vec<T, N> v = *(const ts_vec<T, N>*)p;
+#pragma unroll
+    for (int k = 0; k < N; ++k) out[k] = v.a[k];
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; ++k) out[k] = p[k];
+  } }
+template <int N, class T> __device__ __forceinline__ void ts_vstore(T* b, ts_i64 i, const T* in) {
+  T* p = b + i;
+  if (((unsigned long long)p & (sizeof(ts_vec<T, N>) - 1)) == 0) {
+    ts_vec<T, N> v;
+#pragma unroll
+    for (int k = 0; k < N; ++k) v.a[k] = in[k];
+    *(ts_vec<T, N>*)p = v;
+  } else {
+#pragma unroll
+    for (int k = 0; k < N; ++k) p[k] = in[k];
+  } }
 // ---- end of prelude ----
 """
 

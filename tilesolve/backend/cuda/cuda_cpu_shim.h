@@ -219,6 +219,31 @@ __attribute__((noinline)) inline void record(unsigned buf, unsigned kind, long l
 // would copy the Ref itself)
 template <class D, class S> inline D ts_reinterpret(cudasim::Ref<S> r) {
     typename cudasim::Ref<S>::value v = r; D d; memcpy(&d, &v, sizeof d); return d; }
+// a vector access (the prelude's ts_vload/ts_vstore) through a counted buffer: aligned to
+// its size, one access of all its bytes (one sector: it never straddles two); else one a lane
+namespace cudasim {
+template <int N, class T> __attribute__((always_inline)) inline bool valigned(const T* p) {
+    return ((uintptr_t)p & (sizeof(T) * N - 1)) == 0; }
+}
+template <int N, class T> __attribute__((always_inline)) inline void ts_vload(
+        T* out, cudasim::Global<const T> g, long long i) {
+    if (cudasim::valigned<N>(g.base + i)) {
+        cudasim::record(g.buf, 0, i * (long long)sizeof(T), N * sizeof(T));
+        for (int k = 0; k < N; ++k) out[k] = g.base[i + k];
+    } else {
+        for (int k = 0; k < N; ++k) out[k] = g[i + k];
+    } }
+template <int N, class T> __attribute__((always_inline)) inline void ts_vload(
+        T* out, cudasim::Global<T> g, long long i) {
+    ts_vload<N>(out, cudasim::Global<const T>{g.base, g.buf}, i); }
+template <int N, class T> __attribute__((always_inline)) inline void ts_vstore(
+        cudasim::Global<T> g, long long i, const T* in) {
+    if (cudasim::valigned<N>(g.base + i)) {
+        cudasim::record(g.buf, 1, i * (long long)sizeof(T), N * sizeof(T));
+        for (int k = 0; k < N; ++k) g.base[i + k] = in[k];
+    } else {
+        for (int k = 0; k < N; ++k) g[i + k] = in[k];
+    } }
 extern "C" void ts_sector_counts(unsigned long long* out, unsigned n) {
     memcpy(out, cudasim::g_rec.counts, sizeof(unsigned long long) * n * 2 * cudasim::FIELDS);
     memset(cudasim::g_rec.counts, 0, sizeof cudasim::g_rec.counts);
@@ -230,6 +255,7 @@ extern "C" void ts_sector_counts(unsigned long long* out, unsigned n) {
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
 #define __shared__ static            // blocks execute one at a time
 #define __syncthreads() cudasim::syncthreads()
 #define threadIdx (cudasim::g_tid)

@@ -9,6 +9,8 @@ Mapping (see ``codegen`` for the whole picture)::
                                          const ts_i32 v = m + (ts_i32)threadIdx.<axis>; ... }
     other For                      ->  for (ts_i32 v = m; v < m + e; ++v)  (#pragma unroll when
                                        unrolled, or serial of constant extent <= UNROLL_SERIAL)
+    vectorized For of 2 or 4 lanes ->  float2/float4 ... loads and stores where aligned
+                                       (``vector.py``), the loop unrolled between them
     Allocate (outside thread loops) -> __shared__ T name[N];   (inside: a per-thread array)
     Barrier                        ->  __syncthreads();
     Store outside thread loops     ->  if (threadIdx.x == 0 && ...) { ... }   (one thread writes)
@@ -29,6 +31,7 @@ from ...lower.ir import (Allocate, Barrier, Block, For, IfThenElse, Load, LetStm
 from ...model import expr as E
 from ...model import types as T
 from ...model.visit import substitute_names, trampoline, walk
+from . import vector
 from .cexpr import ExprPrinter, ctype
 from .plan import Kernel, KernelParam
 
@@ -138,6 +141,11 @@ class KernelBuilder:
         # a name bound to different values (the two bodies of a block's steady state):
         # its value where each thread loop and allocation sits
         self.scoped = _let_scopes(root, {k for k, v in self.lets.items() if v is None})
+        # the vectorized loops' vector forms, and the buffers their accesses reach (an
+        # allocation among them is aligned to the widest vector)
+        self.vectors = {id(n): v for n in walk_stmts(root) if isinstance(n, For)
+                        and n.kind == "vectorized" and (v := vector.plan(n)) is not None}
+        self.aligned = set().union(*(v.buffers for v in self.vectors.values()))
 
     # -- host-computable sizes ------------------------------------------------------
     def _lets_at(self, at) -> dict:
@@ -393,12 +401,17 @@ class KernelBuilder:
                                 "gpu_thread loop; shared memory belongs to the whole block")
         shared = s.memory == "shared" or (not self.thread_level and not one_thread)
         ct = ctype(s.type)
+        align = ""
+        if s.name in self.aligned:
+            align = f"__align__({vector.VECTOR_BYTES}) "
+            count = -(-count * s.type.bytes // vector.VECTOR_BYTES) * vector.VECTOR_BYTES \
+                // s.type.bytes
         if shared:
             self.shared_bytes += count * s.type.bytes
-            self.line(f"__shared__ {ct} {self.names(s.name)}[{count}];"
+            self.line(f"__shared__ {align}{ct} {self.names(s.name)}[{count}];"
                       + ("" if s.memory == "shared" else f"  // {s.memory} at block level: shared"))
         else:
-            self.line(f"{ct} {self.names(s.name)}[{count}];  // {s.memory}, per thread")
+            self.line(f"{align}{ct} {self.names(s.name)}[{count}];  // {s.memory}, per thread")
 
     def _block_var(self, s: For):
         axis = self.block_axis[id(s)]
@@ -441,7 +454,32 @@ class KernelBuilder:
         self.bound = saved
         self.close()
 
+    def _vector_loop(self, s: For, vl: vector.VectorLoop):
+        """A vectorized loop in its vector form (``vector.py``): its vectorized loads into
+        lanes arrays, the loop unrolled on them, its store from a lanes array."""
+        n, names, pr = vl.lanes, self.names, self.pr
+        self.open(f"{{  // {names(s.name)}: {n} lanes, vector accesses where aligned")
+        for buf, base, t, arr in vl.loads:
+            self.reads.add(buf)
+            self.bound_names.add(arr)
+            self.line(f"{ctype(t)} {names(arr)}[{n}];")
+            self.line(f"ts_vload<{n}>({names(arr)}, {names(buf)}, {pr.index(base)});")
+        if vl.store_base is not None:
+            self.bound_names.add(vl.store_lanes)
+            self.line(f"{ctype(vl.store.value.type)} {names(vl.store_lanes)}[{n}];")
+        self.facts.update(_facts(vl.body))      # (the plan, and so its body, lives in self)
+        yield vl.body, True
+        if vl.store_base is not None:
+            self.writes.add(vl.store.buffer)
+            self.line(f"ts_vstore<{n}>({names(vl.store.buffer)}, {pr.index(vl.store_base)}, "
+                      f"{names(vl.store_lanes)});")
+        self.close()
+
     def _serial_loop(self, s: For):
+        vl = self.vectors.get(id(s))
+        if vl is not None:
+            yield from self._vector_loop(s, vl)
+            return
         v = self.names(s.name)
         simple = all(isinstance(x, (E.Const, E.Var, E.Param)) for x in (s.min, s.extent))
         if simple:
