@@ -97,6 +97,32 @@ def test_camera_pipe_stages_its_raw_input_and_equals_the_reference():
     assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 0
 
 
+@needs_cxx
+def test_a_lookup_table_read_through_loaded_indices_is_staged_whole():
+    """camera_pipe's ``curve``, a 1024-entry uint8 table read at ``curve[clamp(v, 0,
+    1023)]`` with ``v`` computed from loaded data: a gather (it counts as
+    ``GATHER_SITES`` sites), clamped to constants (its box is the whole table, 1 KB).
+    With staging favoured the table is copied whole into shared memory per block, spread
+    over the block's threads along its one dimension; emulated, the output equals the
+    reference and the table's warp-level load sectors are its copy's, within 1.5 times
+    the block level (the copy's second pass over the threads starts mid-sector; read
+    through global memory, each warp's gather touches up to 32 sectors: 80 times the
+    block level)."""
+    app = get_app("camera_pipe")
+    pipe, est = app.build(app.PAPER_SIZE)
+    p = Problem(pipe, _spec(), est)
+    site = next(s for s in CG.member_sites(p, "curved") if s.callee == "curve")
+    assert site.data_dependent and not CG._clamped(site)
+    sched = ts.solve_schedule(pipe, _spec(stage_weight=0.0), estimates=est, method="greedy")
+    assert sched.wrappers.get("curve_in_curved") == ("curve", ("curved",)), str(sched)
+    assert sched.func_schedule("curve_in_curved").memory == "shared"
+    inputs = app.make_inputs(app.SMALL_SIZE)
+    got, rep = EM.run(pipe, sched, app.SMALL_SIZE, inputs, count_sectors=True)
+    np.testing.assert_array_equal(got, ts.reference.realize(pipe, app.SMALL_SIZE, **inputs))
+    warp, block = rep.by_buffer("sectors")["curve"][0], rep.by_buffer("block_sectors")["curve"][0]
+    assert 0 < warp <= 1.5 * block
+
+
 def test_clamped_reads_are_not_staged():
     """unsharp reads its input through ``repeat_edge``: the box of clamped reads has no
     constant bound that lowering can prove (the clamp's limits are the run-time extents),

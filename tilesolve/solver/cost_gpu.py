@@ -205,19 +205,22 @@ def _whole_sectors(p, name) -> float:
 
 
 def _clamped(site) -> bool:
-    """Whether an index of ``site`` is clamped (a ``min`` or ``max``: a boundary
-    condition's ``repeat_edge``).  The box such reads cover is no larger than the
+    """Whether an index of ``site`` is clamped to a limit that is not a constant (a
+    ``min`` or ``max`` of two non-constants: a boundary condition's ``repeat_edge``,
+    ``min(max(x, 0), W - 1)``).  The box such reads cover is no larger than the
     unclamped one, but lowering finds no constant bound for it (the clamp's limits are
-    run-time extents), so no constant-size shared buffer stages it."""
+    run-time extents), so no constant-size shared buffer stages it.  A clamp to
+    constants (a lookup's ``clamp(v, 0, 1023)``) bounds the box by them."""
     return any(isinstance(n, E.BinOp) and n.op in ("min", "max")
+               and not isinstance(n.a, E.Const) and not isinstance(n.b, E.Const)
                for a in site.args for n in walk(a))
 
 
 def stage_candidates(p, group) -> dict:
     """The buffers outside ``group`` a kernel of it may stage in shared memory, each with
-    the number of distinct sites its members read it at: read only by pure definitions,
-    at indices that do not depend on loaded data and are not clamped (memoized per
-    problem)."""
+    the number of distinct sites its members read it at (a read through a loaded index,
+    a lookup, ``GATHER_SITES``): read only by pure definitions, at indices not clamped
+    to run-time limits (``_clamped``) (memoized per problem)."""
     cache = p.memo("gpu_stage_candidates")
     hit = cache.get(group)
     if hit is not None:
@@ -227,10 +230,11 @@ def stage_candidates(p, group) -> dict:
         for s in member_sites(p, m):
             if s.callee in group.members:
                 continue
-            if s.stage or s.data_dependent or s.callee not in p.regions or _clamped(s):
+            if s.stage or s.callee not in p.regions or _clamped(s):
                 bad.add(s.callee)
             else:
-                sites[s.callee] = sites.get(s.callee, 0) + 1
+                sites[s.callee] = sites.get(s.callee, 0) + (GATHER_SITES if s.data_dependent
+                                                            else 1)
     hit = cache[group] = {c: n for c, n in sorted(sites.items())
                           if c not in bad and staging_consumers(p, group, c) is not None}
     return hit
@@ -288,6 +292,9 @@ def _sites(p, group, m, staged=(), regs=()):
 
 
 _NO_REUSE = {"global": 1.0, "shared": 1.0, "all": 1.0, "points": 1.0}
+# a read through a loaded index (a lookup table's) counts as this many sites towards
+# ``stage_min_sites``: a warp's lanes may each read a sector of their own
+GATHER_SITES = 32
 
 
 def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged=()) -> dict:
@@ -641,8 +648,9 @@ def register_members(model, group, t, tiled: list, whole: tuple) -> dict:
 
 def _staging_options(model, group, gf, tilings, dims) -> list:
     """The sets of buffers a kernel of ``group`` over tilings ``tilings`` may stage in
-    shared memory, none first: those its members read at ``cost_params.stage_min_sites``
-    sites or more (``stage_candidates``), in two tiled dimensions, with a box of
+    shared memory (none first, then all, then each alone) among those its members read
+    at ``cost_params.stage_min_sites`` sites or more (``stage_candidates``), in two
+    tiled dimensions (or, one-dimensional, a lookup table, in the first), with a box of
     constant size (``schedule_gen.runtime_sized_inputs``)."""
     cp = model.spec.cost_params
     if not cp.stage_inputs or dims[1] is None:
@@ -650,10 +658,12 @@ def _staging_options(model, group, gf, tilings, dims) -> list:
     top = max(d for d in dims if d is not None)
     names = [c for c, n in stage_candidates(model.problem, group).items()
              if n >= cp.stage_min_sites and c in gf.input_regions
-             and gf.input_regions[c].shape[1] > top]
+             and (gf.input_regions[c].shape[1] > top
+                  or gf.input_regions[c].shape[1] == dims[0] + 1 == 1)]
     if names:
         names = sorted(set(names) - _runtime_inputs(model, group, tilings))
-    return [(), tuple(names)] if names else [()]
+    # none, all, each alone (all may not fit in shared memory beside the members)
+    return [()] + ([tuple(names)] if len(names) > 1 else []) + [(c,) for c in names]
 
 
 def _staging_may_gain(spec, mach, plain) -> bool:

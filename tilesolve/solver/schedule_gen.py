@@ -493,19 +493,21 @@ def _spread_member(s, m, mn, tiled, threads_xy, run) -> bool:
     points a thread, guarded) fused into one loop, split by the block's threads in x then
     in y, the rest of it a serial loop of steps in each thread; loops innermost first: the
     run, its other pure dimensions, the steps, the threads.  False (nothing done) where
-    the Schedule refuses a directive."""
-    x, y = mn[tiled[0]], mn[tiled[1]]
-    f = f"{x}_{y}"
+    the Schedule refuses a directive.  A buffer with only the first of the tiled
+    dimensions (a staged lookup table) spreads that one alone."""
+    x = mn[tiled[0]]
+    y = mn[tiled[1]] if tiled[1] < len(mn) else None
+    f = f"{x}_{y}" if y is not None else x
     rest = [v for k, v in enumerate(mn) if k not in tiled]
 
     def apply(h):
         inner = []
-        if run > 1:
+        if run > 1 and y is not None:
             if not _try(h.split, y, y, f"{y}s", run, tail="guard_with_if"):
                 return False
             inner = [f"{y}s"]
-        return (_try(h.reorder, *(inner + [x, y] + rest))
-                and _try(h.fuse, x, y, f)
+        return (_try(h.reorder, *(inner + [v for v in (x, y) if v is not None] + rest))
+                and (y is None or _try(h.fuse, x, y, f))
                 and _try(h.split, f, f"{f}_o", f"{f}_i", threads_xy[0], tail="guard_with_if")
                 and _try(h.split, f"{f}_o", f"{f}_n", f"{f}_t", threads_xy[1],
                          tail="guard_with_if")
