@@ -138,18 +138,32 @@ __device__ __forceinline__ ts_f16 ts_hd(double d) {    // once: through float ro
 __device__ __forceinline__ ts_f16 ts_hmod(ts_f16 a, ts_f16 b) {
   ts_f16 q = ts_h(ts_hf(a) / ts_hf(b)), p = ts_h(ts_hf(b) * floorf(ts_hf(q)));
   return ts_h(ts_hf(a) - ts_hf(p)); }
-// vector accesses (``vector.py``): N consecutive elements from b + i, one float2/float4
-// (int4, double2 ...) access where the address is aligned to its size, else one a lane
+// vector accesses (``vector.py``): w[k] = b[i + k] for k < LEN, each run of N
+// elements whose address is aligned to N of them one float2/float4 (int4, double2 ...)
+// access, the others one each (the misalignment of b + i, in elements, chooses the
+// runs); ts_vstore writes N elements, one access where aligned
 template <class T, int N> struct alignas(sizeof(T) * N) ts_vec { T a[N]; };
-template <int N, class T> __device__ __forceinline__ void ts_vload(T* out, const T* b, ts_i64 i) {
+template <int N, int O, int END, int M, class T> __device__ __forceinline__ void ts_vwin(
+    T* w, const T* p) {
+  if constexpr (O < END) {
+    if constexpr ((((M + O) % N) + N) % N == 0 && O + N <= END) {
+      const ts_vec<T, N> v = *(const ts_vec<T, N>*)(p + O);
+#pragma unroll
+      for (int j = 0; j < N; ++j) w[j] = v.a[j];
+      ts_vwin<N, O + N, END, M>(w + N, p);
+    } else {
+      w[0] = p[O];
+      ts_vwin<N, O + 1, END, M>(w + 1, p);
+    }
+  } }
+template <int N, int LEN, class T> __device__ __forceinline__ void ts_vload(
+    T* w, const T* b, ts_i64 i) {
   const T* p = b + i;
-  if (((unsigned long long)p & (sizeof(ts_vec<T, N>) - 1)) == 0) {
-    const ts_vec<T, N> v = *(const ts_vec<T, N>*)p;
-#pragma unroll
-    for (int k = 0; k < N; ++k) out[k] = v.a[k];
-  } else {
-#pragma unroll
-    for (int k = 0; k < N; ++k) out[k] = p[k];
+  switch ((int)(((unsigned long long)p / sizeof(T)) % N)) {
+    case 0: ts_vwin<N, 0, LEN, 0>(w, p); break;
+    case 1: ts_vwin<N, 0, LEN, 1>(w, p); break;
+    case 2: ts_vwin<N, 0, LEN, 2>(w, p); break;
+    default: ts_vwin<N, 0, LEN, 3>(w, p); break;
   } }
 template <int N, class T> __device__ __forceinline__ void ts_vstore(T* b, ts_i64 i, const T* in) {
   T* p = b + i;

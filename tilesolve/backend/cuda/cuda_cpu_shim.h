@@ -219,26 +219,37 @@ __attribute__((noinline)) inline void record(unsigned buf, unsigned kind, long l
 // would copy the Ref itself)
 template <class D, class S> inline D ts_reinterpret(cudasim::Ref<S> r) {
     typename cudasim::Ref<S>::value v = r; D d; memcpy(&d, &v, sizeof d); return d; }
-// a vector access (the prelude's ts_vload/ts_vstore) through a counted buffer: aligned to
-// its size, one access of all its bytes (one sector: it never straddles two); else one a lane
+// vector accesses (the prelude's ts_vload/ts_vstore) through a counted buffer: an aligned
+// run of N elements, one access of all its bytes (one sector: it never straddles two);
+// the other elements, one access each
 namespace cudasim {
-template <int N, class T> __attribute__((always_inline)) inline bool valigned(const T* p) {
-    return ((uintptr_t)p & (sizeof(T) * N - 1)) == 0; }
-}
-template <int N, class T> __attribute__((always_inline)) inline void ts_vload(
-        T* out, cudasim::Global<const T> g, long long i) {
-    if (cudasim::valigned<N>(g.base + i)) {
-        cudasim::record(g.buf, 0, i * (long long)sizeof(T), N * sizeof(T));
-        for (int k = 0; k < N; ++k) out[k] = g.base[i + k];
-    } else {
-        for (int k = 0; k < N; ++k) out[k] = g[i + k];
+template <int N, int O, int END, int M, class T> __attribute__((always_inline)) inline void vwin(
+        T* w, Global<const T> g, long long i) {
+    if constexpr (O < END) {
+        if constexpr ((((M + O) % N) + N) % N == 0 && O + N <= END) {
+            record(g.buf, 0, (i + O) * (long long)sizeof(T), N * sizeof(T));
+            for (int j = 0; j < N; ++j) w[j] = g.base[i + O + j];
+            vwin<N, O + N, END, M>(w + N, g, i);
+        } else {
+            w[0] = g[i + O];
+            vwin<N, O + 1, END, M>(w + 1, g, i);
+        }
     } }
-template <int N, class T> __attribute__((always_inline)) inline void ts_vload(
-        T* out, cudasim::Global<T> g, long long i) {
-    ts_vload<N>(out, cudasim::Global<const T>{g.base, g.buf}, i); }
+}
+template <int N, int LEN, class T> __attribute__((always_inline)) inline void ts_vload(
+        T* w, cudasim::Global<const T> g, long long i) {
+    switch ((int)(((uintptr_t)(g.base + i) / sizeof(T)) % N)) {
+        case 0: cudasim::vwin<N, 0, LEN, 0>(w, g, i); break;
+        case 1: cudasim::vwin<N, 0, LEN, 1>(w, g, i); break;
+        case 2: cudasim::vwin<N, 0, LEN, 2>(w, g, i); break;
+        default: cudasim::vwin<N, 0, LEN, 3>(w, g, i); break;
+    } }
+template <int N, int LEN, class T> __attribute__((always_inline)) inline void ts_vload(
+        T* w, cudasim::Global<T> g, long long i) {
+    ts_vload<N, LEN>(w, cudasim::Global<const T>{g.base, g.buf}, i); }
 template <int N, class T> __attribute__((always_inline)) inline void ts_vstore(
         cudasim::Global<T> g, long long i, const T* in) {
-    if (cudasim::valigned<N>(g.base + i)) {
+    if (((uintptr_t)(g.base + i) & (sizeof(T) * N - 1)) == 0) {
         cudasim::record(g.buf, 1, i * (long long)sizeof(T), N * sizeof(T));
         for (int k = 0; k < N; ++k) g.base[i + k] = in[k];
     } else {

@@ -455,15 +455,16 @@ class KernelBuilder:
         self.close()
 
     def _vector_loop(self, s: For, vl: vector.VectorLoop):
-        """A vectorized loop in its vector form (``vector.py``): its vectorized loads into
-        lanes arrays, the loop unrolled on them, its store from a lanes array."""
+        """A vectorized loop in its vector form (``vector.py``): its windows of loaded
+        elements into arrays, the loop unrolled on them, its store from a lanes array."""
         n, names, pr = vl.lanes, self.names, self.pr
         self.open(f"{{  // {names(s.name)}: {n} lanes, vector accesses where aligned")
-        for buf, base, t, arr in vl.loads:
+        for buf, start, t, arr, length in vl.loads:
             self.reads.add(buf)
             self.bound_names.add(arr)
-            self.line(f"{ctype(t)} {names(arr)}[{n}];")
-            self.line(f"ts_vload<{n}>({names(arr)}, {names(buf)}, {pr.index(base)});")
+            self.line(f"{ctype(t)} {names(arr)}[{length}];")
+            self.line(f"ts_vload<{n}, {length}>({names(arr)}, {names(buf)}, "
+                      f"{pr.index(start)});")
         if vl.store_base is not None:
             self.bound_names.add(vl.store_lanes)
             self.line(f"{ctype(vl.store.value.type)} {names(vl.store_lanes)}[{n}];")

@@ -6,20 +6,25 @@
 of lets ending in one Store.  It returns a ``VectorLoop`` naming
 
 * the store, vectorized when its index advances by one element a lane (``dense``);
-* the loads of the store's value and of the lets that are dense in the same way, read
+* the loads (taps) of the store's value and of the lets that are dense in the same way, read
   by every lane (not inside a ``select``'s branch or the right operand of ``&&``/``||``,
   which C evaluates only sometimes) and from a buffer the loop does not write (a lane
   may read what an earlier lane stored: hoisting its load would read the old value).
 
-The kernel text (``kernels.KernelBuilder``) reads each vectorized load into a per-thread
-array of lanes before the loop (``ts_vload``), runs the loop unrolled with those loads
+Loads of one buffer whose indices differ by constants (a stencil's taps ``in[x - 1]``,
+``in[x]``, ``in[x + 1]``) share a window: the elements any of them reads, with no gap
+(taps further apart than the vector take windows of their own), read once.
+
+The kernel text (``kernels.KernelBuilder``) reads each window into a per-thread array
+before the loop (``ts_vload<N, LEN>``), runs the loop unrolled with the loads
 replaced by the array's elements and the store by a store into a second array, then
-writes that array (``ts_vstore``).  ``ts_vload``/``ts_vstore`` (the prelude) test the
-address at run time: aligned to the vector's size, one vector access; otherwise one
-access a lane.  Every lane of the loop reads and writes exactly the elements the scalar
-loop would, so the result and the memory touched are the same; only the number of
-memory instructions changes.  A buffer allocated in the kernel that a vector access
-reaches is declared ``__align__(16)``.
+writes that array (``ts_vstore``).  The prelude's ``ts_vload`` finds at run time how far
+the window's start is from an address aligned to the vector (in elements) and reads
+each aligned run of N elements inside the window as one access, the others one each;
+``ts_vstore`` writes one access where aligned, else one a lane.  Every element read or
+written is one the scalar loop reads or writes, so the result and the memory touched
+are the same; only the number of memory instructions changes.  A buffer allocated in
+the kernel that a vector access reaches is declared ``__align__(16)``.
 """
 from __future__ import annotations
 
@@ -38,8 +43,10 @@ VECTOR_BYTES = 16           # the widest access (float4, int4, double2)
 @dataclass
 class VectorLoop:
     """How a vectorized loop is written (see the module docstring): ``lanes`` its
-    extent; ``loads``: ``(buffer, first lane's index, type, lanes array)`` for each
-    vectorized load (one per distinct buffer and index); ``store_base`` the store's
+    extent; ``loads``: ``(buffer, start index, type, window array, length)`` for each
+    window of elements read before the loop (``array[k] = buffer[start + k]``, ``k <
+    length``), which the taps of one buffer a constant apart share (``in[x -
+    1]``, ``in[x]``, ``in[x + 1]``: one window of 6 elements for 4 lanes); ``store_base`` the store's
     first lane's index (None: the store stays one a lane); ``body`` the loop's body with
     the vectorized loads replaced by reads of their lanes arrays (and the store by one
     into ``store_lanes`` when vectorized)."""
@@ -53,7 +60,7 @@ class VectorLoop:
     @property
     def buffers(self) -> set:
         """The buffers a vector access of the loop reaches."""
-        out = {b for b, _, _, _ in self.loads}
+        out = {b for b, *_ in self.loads}
         if self.store_base is not None:
             out.add(self.store.buffer)
         return out
@@ -129,25 +136,45 @@ def plan(loop: For) -> VectorLoop | None:
     v = VectorLoop(lanes, store=s)
     if _fits(s.value.type, lanes):
         v.store_base = first_lane(s.index)
-    exprs = [val for _, val in lets] + [s.value]
-    chosen: dict = {}           # id(Load) -> its lanes array's Load
-    by_key: dict = {}
-    lane = simplify(E.Var(loop.name) - loop.min)
-    for e in exprs:
+    # the taps: the loads that may be hoisted, with their first lane's index
+    taps = []
+    for e in [val for _, val in lets] + [s.value]:
         skip = _conditional_loads(e)
         for n in walk(e):
-            if not isinstance(n, Load) or id(n) in skip or id(n) in chosen \
-                    or n.buffer == s.buffer or not _fits(n.type, lanes):
-                continue
-            base = first_lane(n.index)
-            if base is None:
-                continue
-            key = (n.buffer, repr(base))
-            if key not in by_key:
-                name = f"{n.buffer}.lanes{len(v.loads)}"
-                v.loads.append((n.buffer, base, n.type, name))
-                by_key[key] = name
-            chosen[id(n)] = Load(by_key[key], lane, n.type)
+            if isinstance(n, Load) and id(n) not in skip and n.buffer != s.buffer \
+                    and _fits(n.type, lanes):
+                base = first_lane(n.index)
+                if base is not None:
+                    taps.append((n, base))
+    # taps of one buffer a constant apart share a window of elements
+    families: list = []                     # [buffer, type, reference index, {id: offset}]
+    for n, base in taps:
+        for fam in families:
+            if fam[0] == n.buffer and fam[1] == n.type:
+                d = simplify(base - fam[2])
+                if isinstance(d, E.Const):
+                    fam[3][id(n)] = int(d.value)
+                    break
+        else:
+            families.append([n.buffer, n.type, base, {id(n): 0}])
+    chosen: dict = {}           # id(Load) -> its window's Load
+    lane = simplify(E.Var(loop.name) - loop.min)
+    for buf, t, ref, offsets in families:
+        # split into runs whose taps' elements leave no gap: a window reads only the
+        # elements some tap reads
+        runs: list = []
+        for c in sorted(set(offsets.values())):
+            if runs and c <= runs[-1][-1] + lanes:
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        for run in runs:
+            lo, length = run[0], run[-1] + lanes - run[0]
+            name = f"{buf}.lanes{len(v.loads)}"
+            v.loads.append((buf, simplify(ref + lo), t, name, length))
+            for i, c in offsets.items():
+                if lo <= c <= run[-1]:
+                    chosen[i] = Load(name, simplify(lane + (c - lo)), t)
     if not v.loads and v.store_base is None:
         return None
 
