@@ -18,7 +18,7 @@ the schedule then has one), ``solver_plain`` (without those two forms: built whe
 solver's schedule uses one),
 ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
-shared memory).  Printed per case, all measured in the same run: device
+shared memory) and ``hand_vector`` (4 points a thread along x, float4 accesses).  Printed per case, all measured in the same run: device
 milliseconds per realize (inputs resident, median), the ratio to the
 memory-bandwidth bound (bytes in + out at the device-to-device copy bandwidth
 measured on the spot), the ratio to the naive ``gpu_root`` schedule, the
@@ -59,6 +59,19 @@ def hand_blur(pipe):
     s = ts.Schedule(pipe, target="cuda")
     s[blur_y].gpu_tile("x", "y", "xo", "yo", "xi", "yi", 16, 16)
     s[blur_x].compute_at(blur_y, "xo").gpu_threads("x", "y")
+    return s
+
+
+def hand_vector_blur(pipe):
+    """blur with float4 accesses (``backend/cuda/vector.py``): blur_y in 128 x 8 tiles
+    of 32 x 8 threads, 4 points a thread along x vectorized; blur_x per block in shared
+    memory, 4 points a thread along x vectorized too."""
+    s = ts.Schedule(pipe, target="cuda")
+    s["blur_y"].split("x", "xo", "xi", 128).split("xi", "xt", "xv", 4) \
+        .split("y", "yo", "yi", 8).reorder("xv", "xt", "yi", "xo", "yo") \
+        .gpu_blocks("xo", "yo").gpu_threads("xt", "yi").vectorize("xv")
+    s["blur_x"].compute_at("blur_y", "xo").store_in("shared") \
+        .split("x", "xt", "xv", 4).gpu_threads("xt", "y").vectorize("xv")
     return s
 
 
@@ -137,6 +150,8 @@ def schedules(name, pipe, est, spec, which):
         out["gpu_root"] = gpu_root_schedule(pipe)
     if name == "blur" and "hand" in which:
         out["hand"] = hand_blur(pipe)
+    if name == "blur" and "hand_vector" in which:
+        out["hand_vector"] = hand_vector_blur(pipe)
     return out
 
 
@@ -206,7 +221,7 @@ def verdict(app, pipe, out, ref):
 
 # what matters most first
 ORDER = ("solver", "solver_fma", "solver_plain", "solver_staged", "solver_registers", "hand",
-         "gpu_root", "gpu_inline")
+         "hand_vector", "gpu_root", "gpu_inline")
 
 
 def _print_row(r, naive):
@@ -323,7 +338,7 @@ def main(argv=None):
     b.add_argument("--apps", default=",".join(DEFAULT_APPS))
     b.add_argument("--size", choices=("paper", "small"), default="paper")
     b.add_argument("--spec", default="h100", help="GPU spec: compute capability and limits")
-    b.add_argument("--schedules", default="solver,gpu_inline,gpu_root,hand",
+    b.add_argument("--schedules", default="solver,gpu_inline,gpu_root,hand,hand_vector",
                    help="which cases to build (hand: blur only)")
     b.add_argument("--timeout", type=int, default=300, help="seconds per case")
     b.add_argument("--fma", action="store_true",
