@@ -658,8 +658,8 @@ def _staging_options(model, group, gf, tilings, dims) -> list:
     top = max(d for d in dims if d is not None)
     names = [c for c, n in stage_candidates(model.problem, group).items()
              if n >= cp.stage_min_sites and c in gf.input_regions
-             and (gf.input_regions[c].shape[1] > top
-                  or gf.input_regions[c].shape[1] == dims[0] + 1 == 1)]
+             and (gf.input_regions[c].shape[1] > top          # its box spans both
+                  or (gf.input_regions[c].shape[1] == 1 and dims[0] == 0))]   # a table
     if names:
         names = sorted(set(names) - _runtime_inputs(model, group, tilings))
     # none, all, each alone (all may not fit in shared memory beside the members)
