@@ -96,6 +96,106 @@ TILE_LIMIT = 1 << 20
 _NAMES = (E.Var, E.RVar, E.Param, E.BufferExtent)
 
 
+def difference_upper(f: E.Expr, h: E.Expr, lows: dict | None = None, budget: int = 400):
+    """A number no smaller than ``f - h`` for every value of the free names (``inf``
+    where none is found), for ``f`` and ``h`` built of ``min``/``max`` over index
+    expressions.  A ``min``/``max`` under a ``+``/``-`` is taken out first
+    (``_minmax_out``); then ``max(f1, f2) - h`` is bounded by the larger of ``f1 - h``'s
+    and ``f2 - h``'s bounds, ``f - min(h1, h2)`` likewise (both exact), and ``min(f1,
+    f2) - h`` by the smaller (and ``f - max(h1, h2)``); the leaves' differences are
+    simplified and bounded.  A ``min``/``max`` found on both sides (a tile's shifted
+    base) is a leaf, so it cancels.  The box of clamped reads over a tile, ``max(clamp(b
+    + 31, 0, W - 1), ...) - min(clamp(b - 1, 0, W - 1), ...)``, is thus bounded by its
+    offsets (32) whatever ``b`` and ``W``: what a shared buffer staging a
+    ``repeat_edge`` read needs.  ``lows``: names known to be at least a number (a block
+    loop's variable, its loop's start; ``_leaf_upper``); ``budget``: the most pairs of
+    leaves tried."""
+    f, h = E.as_expr(f), E.as_expr(h)
+    # a min/max found in both (a tile's shifted base ``min(xo * 32, W - 32)``) is one
+    # value on both sides: a leaf, so its differences cancel
+    both = {str(n) for n in walk(f) if type(n) is E.BinOp and n.op in ("min", "max")} \
+        & {str(n) for n in walk(h) if type(n) is E.BinOp and n.op in ("min", "max")}
+    shared = {k for k in both if not any(k != o and k in o for o in both)}   # outermost
+    left = [budget]
+    memo: dict = {}
+
+    def split(e):
+        return type(e) is E.BinOp and e.op in ("min", "max") and str(e) not in shared
+
+    def d(a, b):
+        key = (id(a), id(b))
+        if key in memo:
+            return memo[key]
+        if left[0] <= 0:
+            return math.inf
+        a, b = _minmax_out(a, split), _minmax_out(b, split)
+        if split(a) and a.op == "max":          # exact: the larger of the two sups
+            r = max(d(a.a, b), d(a.b, b))
+        elif split(b) and b.op == "min":
+            r = max(d(a, b.a), d(a, b.b))
+        elif split(a):                          # f a min: each side bounds it
+            r = min(d(a.a, b), d(a.b, b))
+        elif split(b):                          # h a max
+            r = min(d(a, b.a), d(a, b.b))
+        else:
+            left[0] -= 1
+            r = _leaf_upper(simplify(a - b), lows or {})
+        memo[key] = r
+        return r
+    return d(f, h)
+
+
+def _leaf_upper(e: E.Expr, lows: dict):
+    """The numeric upper bound of ``e``, where each name of ``lows`` that ``e`` holds
+    only as a term of its sum, with a coefficient of at most 0, counts at its lower
+    bound (``0 - yo * 8 <= 0`` for ``yo >= 0``); a name of ``lows`` with a positive
+    coefficient or inside another term leaves the bound to its type's range."""
+    if lows:
+        terms, k = _shared(_R.RULES).linear(e)
+        inside = {n.name for a, _ in terms.values() if type(a) is not E.Var
+                  for n in walk(a) if type(n) is E.Var}
+        sub = {}
+        for a, c in terms.values():
+            if type(a) is E.Var and a.name in lows and c <= 0 and a.name not in inside:
+                sub[a.name] = E.Const(a.type, lows[a.name])
+        if sub:
+            e = simplify(substitute_names(e, sub))
+    return numeric_bounds(e)[1]
+
+
+def _minmax_out(e: E.Expr, split) -> E.Expr:
+    """``e`` with a ``min``/``max`` operand of its top ``+``/``-`` that ``split`` accepts
+    taken outside: ``min(a, b) + c -> min(a + c, b + c)``, ``c - min(a, b) -> max(c - a,
+    c - b)`` (exact)."""
+    if type(e) is not E.BinOp or e.op not in ("add", "sub"):
+        return e
+    x, y = e.a, e.b
+    if split(x):
+        return E.BinOp(x.op, E.BinOp(e.op, x.a, y), E.BinOp(e.op, x.b, y))
+    if split(y):
+        op = y.op if e.op == "add" else ("max" if y.op == "min" else "min")
+        return E.BinOp(op, E.BinOp(e.op, x, y.a), E.BinOp(e.op, x, y.b))
+    return e
+
+
+def clamped_extent_upper(e: E.Expr, lows: dict | None = None):
+    """A constant no smaller than ``e`` written as ``P - Q + k`` (one term of each sign,
+    ``k`` a constant: an extent ``hi - lo + 1``), by ``difference_upper(P, Q, lows) +
+    k``; None where ``e`` is not of that form or no bound within ``TILE_LIMIT`` is found.
+    The extent of a box of clamped reads, which ``const_upper`` does not bound
+    (``lower/extent_bound.py`` tries both)."""
+    e = simplify(E.as_expr(e))
+    if e.type.is_float():
+        return None
+    terms, k = _shared(_R.RULES).linear(e)
+    pos = [a for a, c in terms.values() if c == 1]
+    neg = [a for a, c in terms.values() if c == -1]
+    if len(pos) != 1 or len(neg) != 1 or len(terms) != 2:
+        return None
+    hi = difference_upper(pos[0], neg[0], lows) + k
+    return int(hi) if hi <= TILE_LIMIT else None
+
+
 def const_upper(e: E.Expr, max_nodes: int = 80):
     """A constant no smaller than the integer Expr ``e`` for every value of its free
     names (``min(base + 63, W - 1) - base + 1 <= 64``), or None: the upper bound of

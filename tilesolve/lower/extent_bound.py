@@ -6,11 +6,14 @@ every value of its free names, when cancellation proves one
 ``ExtentBounder``: the extent of an allocation bounded through the lets that enclose
 it (substituted one level at a time, so names that cancel do so while the Expr is
 small) and then over the ranges of the enclosing loops (``bounds.expr_bounds``).
-Only an allocation's size uses such a bound; the region computed stays exact.
+Where that finds none, the extent as the difference of its ends, bounded by
+``clamped_extent_upper`` (a box of clamped reads, ``repeat_edge``'s: no wider than
+the unclamped box).  Only an allocation's size uses such a bound; the region computed
+stays exact.
 """
 from __future__ import annotations
 
-from ..analysis.simplify import const_upper, simplify
+from ..analysis.simplify import clamped_extent_upper, const_upper, simplify
 from ..analysis.simplify_rules import node_count
 from ..model import expr as E
 from ..model.visit import substitute_names, walk
@@ -105,6 +108,11 @@ class ExtentBounder:
             return int(ext.value)
         cu, e = self._deepen(ext)
         self.last[id(ext)] = (ext, e)
+        if cu is None:
+            # a box of clamped reads: its ends' difference, each loop's variable at least
+            # the loop's start
+            cu = clamped_extent_upper(e, {v: int(mn.value) for v, mn, _ in self.loops
+                                          if isinstance(mn, E.Const)})
         for var, mn, extent in reversed(self.loops):
             if cu is not None:
                 break

@@ -204,23 +204,12 @@ def _whole_sectors(p, name) -> float:
     return float(-(-p.region_points(name) * p.bytes_per_point(name) // SECTOR_BYTES))
 
 
-def _clamped(site) -> bool:
-    """Whether an index of ``site`` is clamped to a limit that is not a constant (a
-    ``min`` or ``max`` of two non-constants: a boundary condition's ``repeat_edge``,
-    ``min(max(x, 0), W - 1)``).  The box such reads cover is no larger than the
-    unclamped one, but lowering finds no constant bound for it (the clamp's limits are
-    run-time extents), so no constant-size shared buffer stages it.  A clamp to
-    constants (a lookup's ``clamp(v, 0, 1023)``) bounds the box by them."""
-    return any(isinstance(n, E.BinOp) and n.op in ("min", "max")
-               and not isinstance(n.a, E.Const) and not isinstance(n.b, E.Const)
-               for a in site.args for n in walk(a))
-
-
 def stage_candidates(p, group) -> dict:
     """The buffers outside ``group`` a kernel of it may stage in shared memory, each with
     the number of distinct sites its members read it at (a read through a loaded index,
-    a lookup, ``GATHER_SITES``): read only by pure definitions, at indices not clamped
-    to run-time limits (``_clamped``) (memoized per problem)."""
+    a lookup, ``GATHER_SITES``): read only by pure definitions (memoized per problem).
+    Clamped reads qualify: lowering bounds the box of a ``repeat_edge`` read by its
+    taps (``analysis.simplify.clamped_extent_upper``)."""
     cache = p.memo("gpu_stage_candidates")
     hit = cache.get(group)
     if hit is not None:
@@ -230,7 +219,7 @@ def stage_candidates(p, group) -> dict:
         for s in member_sites(p, m):
             if s.callee in group.members:
                 continue
-            if s.stage or s.callee not in p.regions or _clamped(s):
+            if s.stage or s.callee not in p.regions:
                 bad.add(s.callee)
             else:
                 sites[s.callee] = sites.get(s.callee, 0) + (GATHER_SITES if s.data_dependent

@@ -194,7 +194,10 @@ class KernelBuilder:
         # time, so names that cancel (a tile's base) cancel before their Exprs grow
         ub = const_upper(_simplify(self._substituted(e, at)))
         if ub is None:
-            ub = ExtentBounder({k: v for k, v in self._lets_at(at).items() if v is not None})(e)
+            blocks = [(b.name, b.min, b.extent) for b in walk_stmts(self.root)
+                      if isinstance(b, For) and b.kind == "gpu_block"]
+            ub = ExtentBounder({k: v for k, v in self._lets_at(at).items() if v is not None},
+                               blocks)(e)
         if ub is None:
             self.host_expr(e, what, at=at)   # raises, naming what is unknown
         return E.Const(T.int32, max(ub, 0))
