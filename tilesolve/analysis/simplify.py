@@ -139,14 +139,15 @@ def difference_upper(f: E.Expr, h: E.Expr, lows: dict | None = None, budget: int
             r = min(d(a, b.a), d(a, b.b))
         else:
             left[0] -= 1
-            r = _leaf_upper(simplify(a - b), lows or {})
+            r = _leaf_upper(simplify(a - b, rules=_R.UPPER), lows or {})
         memo[key] = r
         return r
     return d(f, h)
 
 
 def _leaf_upper(e: E.Expr, lows: dict):
-    """The numeric upper bound of ``e``, where each name of ``lows`` that ``e`` holds
+    """The numeric upper bound of ``e`` (in the upper-bound mode, where a rounded-down
+    ``(b + 1) / 2 * 2 - b`` cancels), where each name of ``lows`` that ``e`` holds
     only as a term of its sum, with a coefficient of at most 0, counts at its lower
     bound (``0 - yo * 8 <= 0`` for ``yo >= 0``); a name of ``lows`` with a positive
     coefficient or inside another term leaves the bound to its type's range."""
@@ -159,8 +160,8 @@ def _leaf_upper(e: E.Expr, lows: dict):
             if type(a) is E.Var and a.name in lows and c <= 0 and a.name not in inside:
                 sub[a.name] = E.Const(a.type, lows[a.name])
         if sub:
-            e = simplify(substitute_names(e, sub))
-    return numeric_bounds(e)[1]
+            e = simplify(substitute_names(e, sub), rules=_R.UPPER)
+    return numeric_bounds(e, rules=_R.UPPER)[1]
 
 
 def _minmax_out(e: E.Expr, split) -> E.Expr:
