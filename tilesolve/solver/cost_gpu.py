@@ -74,11 +74,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..analysis.costs import node_cost
-from ..analysis.footprint import box_extents
+from ..analysis.footprint import box_extents, rdom_scope
 from ..model import expr as E
 from ..model.visit import walk
-from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
-                          store_site, unrolled_loads)
+from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_context,
+                          site_sectors, store_site, unrolled_loads)
 from .space import Cost, GpuCost, Group, Tiling
 
 
@@ -495,19 +495,57 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     return k
 
 
+def _callees(p, m: str) -> frozenset:
+    """The buffers member ``m``'s definitions read (memoized per problem)."""
+    cache = p.memo("gpu_callees")
+    hit = cache.get(m)
+    if hit is None:
+        hit = cache[m] = frozenset(s.callee for s in member_sites(p, m))
+    return hit
+
+
 def _member_keys(p, group, gf) -> dict:
     """Each member's key for ``_main_kernel``'s ``memo``: all its counts depend on besides
     the tiling, block, staging and registers: its facts' key in the menu
     (``GroupFactsVec.member_keys``: its box and points) and which of the buffers it
     reads are members of ``group`` (its accesses' split into global and shared)."""
-    cache = p.memo("gpu_callees")
-    out = {}
-    for m in gf.member_points:
-        callees = cache.get(m)
-        if callees is None:
-            callees = cache[m] = frozenset(s.callee for s in member_sites(p, m))
-        out[m] = (gf.member_keys[m], callees & group.members)
-    return out
+    return {m: (gf.member_keys[m], _callees(p, m) & group.members) for m in gf.member_points}
+
+
+def _member_context(p, m: str) -> int:
+    """A number for all that ``_member_counts`` reads of problem ``p`` about member ``m``
+    (memoized per problem): its definitions (hash-consed Exprs: equal ones are the same
+    objects) with the scopes of their RVars, and ``gpu_sectors.site_context`` of each
+    access it makes (its store included: its pure Vars and region, the buffer's region,
+    extents and point size, the Params' values) with whether the buffer has a region.
+    Problems of one pipeline that differ in other Funcs (another inlining choice) get
+    the same number where the member is the same; a number is never given to another
+    context."""
+    cache = p.memo("gpu_member_context")
+    hit = cache.get(m)
+    if hit is None:
+        defs = tuple((d.value, tuple(d.args),
+                      tuple((r, iv.lo, iv.hi) for r, iv in rdom_scope(p, d).items()) if k else ())
+                     for k, d in enumerate(p.definitions[m]))
+        sites = tuple((site_context(p, m, s), s, s.callee in p.regions)
+                      for s in member_sites(p, m) + (store_site(p, m),))
+        context = (m, defs, sites)
+        hit = _CONTEXTS.get(context)
+        if hit is None:
+            if len(_CONTEXTS) >= _COUNTS_LIMIT:
+                _CONTEXTS.clear()
+            hit = _CONTEXTS[context] = next(_NUMBERS)
+        cache[m] = hit
+    return hit
+
+
+# _member_counts' answers, shared by the problems of one pipeline and spec (the inlining
+# trials of ``inline_refine``), under the number of the member's context and all its
+# other arguments
+_COUNTS: dict = {}
+_COUNTS_LIMIT = 1 << 18
+_CONTEXTS: dict = {}            # member context -> its number
+_NUMBERS = itertools.count()
 
 
 def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
@@ -518,24 +556,35 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
     instructions, global load/store unit cycles and load/store unit cycles, each as
     the terms added one after another, its DRAM round trips, its barriers, and the
     serial run of a member spread over the block's threads (None: a thread a point);
-    () where it fits no mapping of the block."""
+    () where it fits no mapping of the block.  Remembered across problems in
+    ``_COUNTS``, under what it reads: the spec, ``_member_context``, the group's output
+    and the members among the buffers ``m`` reads, the member's facts at tiling ``i``
+    and the other arguments."""
     p = model.problem
-    cp = model.spec.cost_params
+    spec = model.spec
+    box = gf.member_regions[m]
+    out_box = gf.member_regions[group.output]
+    nd = len(box[0])
+    off = tuple(int(box[0][d][i] - out_box[0][d][i]) if d is not None and d < nd else 0
+                for d in dims)
+    points, share = float(gf.member_points[m][i]), per_block[m]
+    key = (id(spec), _member_context(p, m), group.output, _callees(p, m) & group.members,
+           tuple(e[i] for e in ext), off, points, share, dims, block, serial, whole, steady,
+           staged, on_sm, regs.get(m))
+    hit = _COUNTS.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    cp = spec.cost_params
     mach = _machine(model)
     bx, by = block
     sx, sy = serial
     inner, outer = dims
-    box = gf.member_regions[m]
-    out_box = gf.member_regions[group.output]
     mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
     tx, ty = -(-mx // sx), -(-my // sy)          # the member's threads
     lanes_pts = max(1, tx * ty)
     warps = float(active_warps(bx, by, tx, ty))
-    steps = max(1.0, float(gf.member_points[m][i]) * per_block[m] / lanes_pts)
+    steps = max(1.0, points * share / lanes_pts)
     x0 = warps * steps                          # warp executions of the pure stage
-    nd = len(box[0])
-    off = tuple(int(box[0][d][i] - out_box[0][d][i]) if d is not None and d < nd else 0
-                for d in dims)
     mdims = tuple(d if d is not None and d < nd else None for d in dims)
     (ops, loads), updates = p.stage_info[m]
     glob, shared = _sites(p, group, m, staged, on_sm)
@@ -543,8 +592,8 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
     if m in regs:
         counts, rounds = _in_registers(model, group, m, ext, i, mdims, block, off, regs[m],
                                        whole, staged, ops, loads, glob, shared)
-        return (counts[0],), (counts[1],), (counts[2],), rounds, 0, None
-    pts = float(gf.member_points[m][i]) * per_block[m]
+        return _kept(key, spec, ((counts[0],), (counts[1],), (counts[2],), rounds, 0, None))
+    pts = points * share
     best, sec0 = None, 0
     if m == group.output or (tx <= bx and ty <= by):
         # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
@@ -568,7 +617,7 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
             if best is None or _member_cycles(mach, alt) < _member_cycles(mach, best[0]):
                 best = (alt, t, x0_t, sec)
     if best is None:
-        return ()
+        return _kept(key, spec, ())
     pure, how, x0, sec0 = best
     instructions, load_lsu, lsu_cycles = [pure[0]], [pure[1]], [pure[2]]
     rounds = 1 if sec0 else 0
@@ -576,7 +625,8 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         lsu_cycles.append(x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
                                             sy) / 4.0)
         # its updates: kernels of their own
-        return tuple(instructions), tuple(load_lsu), tuple(lsu_cycles), rounds, 0, how
+        return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles),
+                                    rounds, 0, how))
     lsu_cycles.append(x0)                       # its store to shared memory
     barriers = 1
     for j, u in enumerate(updates, start=1):
@@ -591,7 +641,17 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         lsu_cycles.append(xu * (shared.get(j, 0) + 1))
         rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
         barriers += 1
-    return tuple(instructions), tuple(load_lsu), tuple(lsu_cycles), rounds, barriers, how
+    return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles), rounds,
+                             barriers, how))
+
+
+def _kept(key, spec, counts):
+    """``counts`` (``_member_counts``'), kept in ``_COUNTS`` under ``key`` with the spec
+    whose ``id`` the key holds."""
+    if len(_COUNTS) >= _COUNTS_LIMIT:
+        _COUNTS.clear()
+    _COUNTS[key] = (spec, counts)
+    return counts
 
 
 def _box_sectors(p, gf, group, exts) -> dict:

@@ -37,8 +37,8 @@ from ..model.visit import walk
 
 SECTOR_BYTES = 32
 
-__all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "box_sectors",
-           "active_warps", "store_site", "unrolled_loads"]
+__all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "site_context",
+           "box_sectors", "active_warps", "store_site", "unrolled_loads"]
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     if hit is not None:
         return hit
     cp = problem.spec.cost_params
-    shared = (_context(problem, name, site), cp.base_align, cp.rows_averaged) + key
+    shared = (site_context(problem, name, site), cp.base_align, cp.rows_averaged) + key
     hit = _SHARED.get(shared)
     if hit is None:
         hit = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my), offset,
@@ -178,12 +178,12 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
 
 
 # site_sectors' answers, shared by problems: those of one pipeline that differ only in
-# other Funcs (another inlining choice) ask the same questions (see _context)
+# other Funcs (another inlining choice) ask the same questions (see site_context)
 _SHARED: dict = {}
 _SHARED_LIMIT = 1 << 18
 
 
-def _context(problem, name: str, site: Site) -> tuple:
+def site_context(problem, name: str, site: Site) -> tuple:
     """All that ``_site_sectors`` reads of ``problem`` for ``site`` of ``name``, besides the
     spec's ``cost_params`` (memoized per problem): ``name``'s pure Vars and region, the
     scope of the site's definition's RVars, the callee's region, estimated extents and
