@@ -64,6 +64,13 @@ The kernel's time goes to the term of the bound that decides it (``arith``: issu
 the launches to ``overhead``.  A producer whose per-block region depends on run-time
 values cannot live in a constant-size shared buffer: the schedule computes it at root
 in a kernel of its own (``schedule_gen``), and so is it priced here.
+
+A kernel's counts are the sum of its members' (``_member_counts``), which are kept: per
+menu (``gpu_costs``' ``memo``, under the member's facts key and the members among the
+buffers it reads), and across the problems of one pipeline and spec, such as
+``inline_refine``'s trials (``_COUNTS``, under a number for all the member's counts read
+of the problem, ``_member_context``, and their other arguments).  Kept or not, they are
+added to the kernel in member order, so no cost depends on what was kept.
 """
 from __future__ import annotations
 
