@@ -278,20 +278,19 @@ class MenuFacts:
             for callee in need:
                 if callee not in members:
                     readers.setdefault(callee, []).append(key)
-        outside, outside_points, outside_keys = {}, {}, {}
+        outside, outside_points = {}, {}
         for callee, reader_keys in readers.items():
-            key = outside_keys[callee] = (callee, tuple(reader_keys))
-            outside[callee], outside_points[callee] = self.outside(callee, key[1], members)
-        return GroupFactsVec(regions, outside, points, upd, outside_points, keys, outside_keys)
+            outside[callee], outside_points[callee] = self.outside(callee, tuple(reader_keys),
+                                                                   members)
+        return GroupFactsVec(regions, outside, points, upd, outside_points, keys)
 
 
 @dataclass(frozen=True)
 class GroupFactsVec:
     """``TileFacts`` of one group for every tiling of a menu (arrays per tiling), and
-    the keys that name them in their ``MenuFacts``: within one menu, a member's box and
-    points are the same arrays in every group where its key is the same (its consumers
-    in the group, ``MenuFacts.key``), and so is an input's box (the keys of its
-    readers), so what is computed from them may be remembered under those keys."""
+    the members' keys in their ``MenuFacts``: within one menu, a member's box and points
+    are the same arrays in every group where its key is the same (its consumers in the
+    group, ``MenuFacts.key``), so what is computed from them may be kept under it."""
 
     member_regions: dict     # member -> (2, dims, K) box computed per tile
     input_regions: dict      # outside name -> (2, dims, K) box read per tile
@@ -299,7 +298,6 @@ class GroupFactsVec:
     member_update_points: dict  # member -> update-domain points per tile (array or 0)
     input_points: dict       # outside name -> points read per tile (array of K)
     member_keys: dict = field(default_factory=dict)  # member -> MenuFacts.key
-    input_keys: dict = field(default_factory=dict)   # outside name -> its readers' keys
 
 
 def _vec_scope(problem, name, region) -> dict:
