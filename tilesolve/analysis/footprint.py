@@ -13,7 +13,7 @@ the caller (``solver.cost.CostModel``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..analysis.intervals import Interval
 from ..analysis.intervals.spans import CallSpans
@@ -265,7 +265,7 @@ class MenuFacts:
         return hit
 
     def group(self, members: frozenset) -> "GroupFactsVec":
-        regions, points, upd, readers = {}, {}, {}, {}
+        regions, points, upd, readers, keys = {}, {}, {}, {}, {}
         for m in sorted(members):
             box = self.region(m, members)
             if box is None:
@@ -274,25 +274,30 @@ class MenuFacts:
             points[m] = self.points(m, members)
             need, up = self.reads(m, members)
             upd[m] = up
-            key = self.key(m, members)
+            key = keys[m] = self.key(m, members)
             for callee in need:
                 if callee not in members:
                     readers.setdefault(callee, []).append(key)
         outside, outside_points = {}, {}
-        for callee, keys in readers.items():
-            outside[callee], outside_points[callee] = self.outside(callee, tuple(keys), members)
-        return GroupFactsVec(regions, outside, points, upd, outside_points)
+        for callee, reader_keys in readers.items():
+            outside[callee], outside_points[callee] = self.outside(callee, tuple(reader_keys),
+                                                                   members)
+        return GroupFactsVec(regions, outside, points, upd, outside_points, keys)
 
 
 @dataclass(frozen=True)
 class GroupFactsVec:
-    """``TileFacts`` of one group for every tiling of a menu (arrays per tiling)."""
+    """``TileFacts`` of one group for every tiling of a menu (arrays per tiling), and
+    the members' keys in their ``MenuFacts``: within one menu, a member's box and points
+    are the same arrays in every group where its key is the same (its consumers in the
+    group, ``MenuFacts.key``), so what is computed from them may be kept under it."""
 
     member_regions: dict     # member -> (2, dims, K) box computed per tile
     input_regions: dict      # outside name -> (2, dims, K) box read per tile
     member_points: dict      # member -> points computed per tile (array of K)
     member_update_points: dict  # member -> update-domain points per tile (array or 0)
     input_points: dict       # outside name -> points read per tile (array of K)
+    member_keys: dict = field(default_factory=dict)  # member -> MenuFacts.key
 
 
 def _vec_scope(problem, name, region) -> dict:

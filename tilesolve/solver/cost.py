@@ -235,6 +235,7 @@ class _Menu:
         self.max_tiles = np.array([float(num_tiles(region, tuple(1 if s is not None else None
                                                                  for s in t.sizes)))
                                    for t in self.tilings])
+        self.memo: dict = {}        # what the costs of the menu's groups share (gpu_costs)
 
 
 class GroupCosts:
@@ -363,7 +364,8 @@ class CostModel:
         in_words_pt = np.broadcast_to(input_words_per_tile(p, gf), (k,))
         if self.spec.is_gpu:
             arith_pt = np.broadcast_to(arith_per_tile(p, gf), (k,))
-            costs = gpu_costs(self, group, gf, menu.tilings, menu.n_tiles, arith_pt, in_words_pt)
+            costs = gpu_costs(self, group, gf, menu.tilings, menu.n_tiles, arith_pt, in_words_pt,
+                              menu.memo)
             return GroupCosts(menu, np.array([c.total for c in costs]), costs.__getitem__)
         return self._cpu(group, menu, gf, in_words_pt)
 

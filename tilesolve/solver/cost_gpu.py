@@ -64,6 +64,13 @@ The kernel's time goes to the term of the bound that decides it (``arith``: issu
 the launches to ``overhead``.  A producer whose per-block region depends on run-time
 values cannot live in a constant-size shared buffer: the schedule computes it at root
 in a kernel of its own (``schedule_gen``), and so is it priced here.
+
+A kernel's counts are the sum of its members' (``_member_counts``), which are kept: per
+menu (``gpu_costs``' ``memo``, under the member's facts key and the members among the
+buffers it reads), and across the problems of one pipeline and spec, such as
+``inline_refine``'s trials (``_COUNTS``, under a number for all the member's counts read
+of the problem, ``_member_context``, and their other arguments).  Kept or not, they are
+added to the kernel in member order, so no cost depends on what was kept.
 """
 from __future__ import annotations
 
@@ -74,11 +81,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..analysis.costs import node_cost
-from ..analysis.footprint import box_extents
+from ..analysis.footprint import box_extents, rdom_scope
 from ..model import expr as E
 from ..model.visit import walk
-from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_sectors,
-                          store_site, unrolled_loads)
+from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_context,
+                          site_sectors, store_site, unrolled_loads)
 from .space import Cost, GpuCost, Group, Tiling
 
 
@@ -115,6 +122,14 @@ class GpuMachine:
                           field("dram_latency_cycles"), field("block_overhead_cycles"),
                           field("barrier_cycles"), (spec.launch_overhead_us or 0.0) * 1e-6)
 
+
+
+def _machine(model) -> GpuMachine:
+    """``GpuMachine.of`` the model's spec (kept on the model)."""
+    hit = model.__dict__.get("_gpu_machine")
+    if hit is None:
+        hit = model.__dict__["_gpu_machine"] = GpuMachine.of(model.spec)
+    return hit
 
 
 def occupancy(spec, threads: int, shared_bytes: int, regs_per_thread: int) -> tuple[float, int]:
@@ -291,11 +306,15 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged=()) -> dic
     points unrolled, each as a fraction of its sites (``global``: outside the group,
     ``shared``: members, ``all``), and ``points``: the points one thread's unrolled
     loops cover (1 and no saving for a plain tiling)."""
-    steps = {d: t for d, t in zip(mdims, serial) if d is not None and t > 1}
-    nd = len(ext)
-    for d in whole:
-        if d < nd and _extent(ext, d, i) > 1:
-            steps[d] = _extent(ext, d, i)
+    steps = {}
+    for d, t in zip(mdims, serial):
+        if t > 1 and d is not None:
+            steps[d] = t
+    if whole:
+        nd = len(ext)
+        for d in whole:
+            if d < nd and _extent(ext, d, i) > 1:
+                steps[d] = _extent(ext, d, i)
     if not steps:
         return _NO_REUSE
     key = (group.members, m, tuple(sorted(steps.items())), staged)
@@ -391,7 +410,7 @@ def steady_fraction(region, sizes, dims) -> float:
 
 def _box_extents(gf) -> dict:
     """``box_extents`` of every member's and input's box of the menu facts ``gf`` (arrays
-    over its tilings)."""
+    over its tilings; the functions that take them take them as nested lists too)."""
     return {n: box_extents(b) for n, b in {**gf.member_regions, **gf.input_regions}.items()}
 
 
@@ -430,7 +449,8 @@ def _member_cycles(mach, counts) -> float:
 def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block: dict,
                  n: int, serial: tuple = (1, 1), whole: tuple = (), exts=None,
                  steady: float = 0.0, staged: tuple = (), traffic=None,
-                 regs: dict | None = None) -> KernelCounts:
+                 regs: dict | None = None, memo: dict | None = None,
+                 keys: dict | None = None) -> KernelCounts:
     """The kernel of tiling ``i`` (its members' pure stages and their updates in shared
     memory): ``dims`` the tiled pure dimensions (inner, outer or None), ``block`` the
     thread block's extents in them, ``per_block`` each member's share of a tile that a
@@ -441,87 +461,35 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     copied into shared memory first (``_staging``), which the members read there;
     ``traffic`` its ``_traffic`` where the caller has it; ``regs`` the producers each
     thread computes itself, in registers (``register_members``: their points a thread,
-    rows)."""
+    rows).  ``memo``: a dict that keeps each member's counts (``_member_counts``) for
+    the kernels of other groups of the menu with this tiling, block, staging and
+    registers, under the member's key in ``keys`` (``_member_keys``); the counts are
+    added in member order either way, so the sums are the same."""
     p = model.problem
-    cp = model.spec.cost_params
-    mach = GpuMachine.of(model.spec)
-    bx, by = block
-    sx, sy = serial
-    inner, outer = dims
     k = KernelCounts(blocks=n)
-    out_box = gf.member_regions[group.output]
-    lo_o = [out_box[0][d][i] for d in range(len(out_box[0]))]
     exts = exts or _box_extents(gf)
+    regs = regs or {}
+    on_sm = tuple(sorted(regs))
     for m in sorted(gf.member_points):
-        box = gf.member_regions[m]
-        ext = exts[m]
-        mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
-        tx, ty = -(-mx // sx), -(-my // sy)          # the member's threads
-        lanes_pts = max(1, tx * ty)
-        warps = float(active_warps(bx, by, tx, ty))
-        steps = max(1.0, float(gf.member_points[m][i]) * per_block[m] / lanes_pts)
-        x0 = warps * steps                          # warp executions of the pure stage
-        nd = len(box[0])
-        off = tuple(int(box[0][d][i] - lo_o[d]) if d is not None and d < nd else 0
-                    for d in dims)
-        mdims = tuple(d if d is not None and d < nd else None for d in dims)
-        (ops, loads), updates = p.stage_info[m]
-        glob, shared = _sites(p, group, m, staged, tuple(sorted(regs or ())))
-        ops = ops - steady * boundary_ops(p, m)
-        if regs and m in regs:
-            _in_registers(model, k, group, m, ext, i, mdims, block, off, regs[m], whole,
-                          staged, ops, loads, glob, shared)
-            continue
-        pts = float(gf.member_points[m][i]) * per_block[m]
-        best, sec0 = None, 0
-        if m == group.output or (tx <= bx and ty <= by):
-            # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
-            # serial points below it
-            reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged)
-            sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged)
-            best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
-                    None, x0, sec0)
-        if m != group.output and not updates and None not in mdims and sx == 1:
-            # or its threads (tx, ty') fused and spread over all the block's threads
-            # (``spread_steps``), a serial run of ``t`` points each (the tiling's, or one)
-            for t in sorted({1, int(sy)}):
-                ty_t = -(-my // t)
-                warp_steps, _ = spread_steps(bx, by, mx, ty_t, model.spec.warp_size)
-                x0_t = warp_steps * max(1.0, pts / (mx * ty_t))
-                reuse = _unrolled_reuse(p, group, m, ext, i, mdims, (1, t), whole, staged)
-                sec = _stage_sectors(p, group, m, 0, glob, mdims, mx, mx, ty_t, off, t,
-                                     staged)
-                alt = _pure_counts(cp, x0_t, x0_t / warp_steps, ops, loads, reuse, sec,
-                                   shared.get(0, 0), cp.spread_point_instructions)
-                if best is None or _member_cycles(mach, alt) < _member_cycles(mach, best[0]):
-                    best = (alt, t, x0_t, sec)
-        if best is None:
+        c = memo.get(keys[m]) if memo is not None else None
+        if c is None:
+            c = _member_counts(model, group, gf, m, i, dims, block, per_block, serial, whole,
+                               exts[m], steady, staged, regs, on_sm)
+            if memo is not None:
+                memo[keys[m]] = c
+        if not c:
             return None                             # it fits no mapping of this block
-        pure, how, x0, sec0 = best
+        instructions, load_lsu, lsu_cycles, rounds, barriers, how = c
+        for v in instructions:
+            k.instructions += v
+        for v in load_lsu:
+            k.load_lsu += v
+        for v in lsu_cycles:
+            k.lsu_cycles += v
+        k.rounds += rounds
+        k.barriers += barriers
         if how is not None:
             k.spread[m] = how
-        k.instructions += pure[0]
-        k.load_lsu += pure[1]
-        k.lsu_cycles += pure[2]
-        k.rounds += 1 if sec0 else 0
-        if m == group.output:
-            k.lsu_cycles += x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
-                                              sy) / 4.0
-            continue                                # its updates: kernels of their own
-        k.lsu_cycles += x0                          # its store to shared memory
-        k.barriers += 1
-        for j, u in enumerate(updates, start=1):
-            pure_pts = math.prod(_extent(ext, d, i) for d in u.pure_dims)
-            parallel = inner in u.pure_dims
-            per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
-            xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
-            secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged)
-            k.instructions += xu * (u.ops + cp.load_instructions * u.loads
-                                    + cp.point_instructions + cp.loop_instructions)
-            k.load_lsu += xu * secu / 4.0
-            k.lsu_cycles += xu * (shared.get(j, 0) + 1)
-            k.rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
-            k.barriers += 1
     for c in staged:
         _staging(model, k, c, exts[c], i, dims, block, per_block[c])
     k.lsu_cycles += k.load_lsu
@@ -530,29 +498,202 @@ def _main_kernel(model, group, gf, i: int, dims: tuple, block: tuple, per_block:
     return k
 
 
-def _traffic(p, gf, group, i: int, exts, per_block: dict, n: int) -> tuple:
+def _callees(p, m: str) -> frozenset:
+    """The buffers member ``m``'s definitions read (memoized per problem)."""
+    cache = p.memo("gpu_callees")
+    hit = cache.get(m)
+    if hit is None:
+        hit = cache[m] = frozenset(s.callee for s in member_sites(p, m))
+    return hit
+
+
+def _member_keys(p, group, gf) -> dict:
+    """Each member's key for ``_main_kernel``'s ``memo``: all its counts depend on besides
+    the tiling, block, staging and registers: its facts' key in the menu
+    (``GroupFactsVec.member_keys``: its box and points) and which of the buffers it
+    reads are members of ``group`` (its accesses' split into global and shared)."""
+    return {m: (gf.member_keys[m], _callees(p, m) & group.members) for m in gf.member_points}
+
+
+def _member_context(p, m: str) -> int:
+    """A number for all that ``_member_counts`` reads of problem ``p`` about member ``m``
+    (memoized per problem): its definitions (hash-consed Exprs: equal ones are the same
+    objects) with the scopes of their RVars, and ``gpu_sectors.site_context`` of each
+    access it makes (its store included: its pure Vars and region, the buffer's region,
+    extents and point size, the Params' values) with whether the buffer has a region.
+    Problems of one pipeline that differ in other Funcs (another inlining choice) get
+    the same number where the member is the same; a number is never given to another
+    context."""
+    cache = p.memo("gpu_member_context")
+    hit = cache.get(m)
+    if hit is None:
+        defs = tuple((d.value, tuple(d.args),
+                      tuple((r, iv.lo, iv.hi) for r, iv in rdom_scope(p, d).items()) if k else ())
+                     for k, d in enumerate(p.definitions[m]))
+        sites = tuple((site_context(p, m, s), s, s.callee in p.regions)
+                      for s in member_sites(p, m) + (store_site(p, m),))
+        context = (m, defs, sites)
+        hit = _CONTEXTS.get(context)
+        if hit is None:
+            if len(_CONTEXTS) >= _COUNTS_LIMIT:
+                _CONTEXTS.clear()
+            hit = _CONTEXTS[context] = next(_NUMBERS)
+        cache[m] = hit
+    return hit
+
+
+# _member_counts' answers, shared by the problems of one pipeline and spec (the inlining
+# trials of ``inline_refine``), under the number of the member's context and all its
+# other arguments
+_COUNTS: dict = {}
+_COUNTS_LIMIT = 1 << 18
+_CONTEXTS: dict = {}            # member context -> its number
+_NUMBERS = itertools.count()
+
+
+def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
+                   per_block: dict, serial: tuple, whole: tuple, ext, steady: float,
+                   staged: tuple, regs: dict, on_sm: tuple) -> tuple:
+    """What member ``m`` adds to ``_main_kernel``'s kernel (its arguments; ``ext``: the
+    member's ``box_extents``, ``on_sm`` the members in ``regs``, sorted): its warp
+    instructions, global load/store unit cycles and load/store unit cycles, each as
+    the terms added one after another, its DRAM round trips, its barriers, and the
+    serial run of a member spread over the block's threads (None: a thread a point);
+    () where it fits no mapping of the block.  Remembered across problems in
+    ``_COUNTS``, under what it reads: the spec, ``_member_context``, the group's output
+    and the members among the buffers ``m`` reads, the member's facts at tiling ``i``
+    and the other arguments."""
+    p = model.problem
+    spec = model.spec
+    box = gf.member_regions[m]
+    out_box = gf.member_regions[group.output]
+    nd = len(box[0])
+    off = tuple(int(box[0][d][i] - out_box[0][d][i]) if d is not None and d < nd else 0
+                for d in dims)
+    points, share = float(gf.member_points[m][i]), per_block[m]
+    key = (id(spec), _member_context(p, m), group.output, _callees(p, m) & group.members,
+           tuple(e[i] for e in ext), off, points, share, dims, block, serial, whole, steady,
+           staged, on_sm, regs.get(m))
+    hit = _COUNTS.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    cp = spec.cost_params
+    mach = _machine(model)
+    bx, by = block
+    sx, sy = serial
+    inner, outer = dims
+    mx, my = _extent(ext, inner, i), _extent(ext, outer, i)
+    tx, ty = -(-mx // sx), -(-my // sy)          # the member's threads
+    lanes_pts = max(1, tx * ty)
+    warps = float(active_warps(bx, by, tx, ty))
+    steps = max(1.0, points * share / lanes_pts)
+    x0 = warps * steps                          # warp executions of the pure stage
+    mdims = tuple(d if d is not None and d < nd else None for d in dims)
+    (ops, loads), updates = p.stage_info[m]
+    glob, shared = _sites(p, group, m, staged, on_sm)
+    ops = ops - steady * boundary_ops(p, m)
+    if m in regs:
+        counts, rounds = _in_registers(model, group, m, ext, i, mdims, block, off, regs[m],
+                                       whole, staged, ops, loads, glob, shared)
+        return _kept(key, spec, ((counts[0],), (counts[1],), (counts[2],), rounds, 0, None))
+    pts = points * share
+    best, sec0 = None, 0
+    if m == group.output or (tx <= bx and ty <= by):
+        # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
+        # serial points below it
+        reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged)
+        sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged)
+        best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
+                None, x0, sec0)
+    if m != group.output and not updates and None not in mdims and sx == 1:
+        # or its threads (tx, ty') fused and spread over all the block's threads
+        # (``spread_steps``), a serial run of ``t`` points each (the tiling's, or one)
+        for t in sorted({1, int(sy)}):
+            ty_t = -(-my // t)
+            warp_steps, _ = spread_steps(bx, by, mx, ty_t, model.spec.warp_size)
+            x0_t = warp_steps * max(1.0, pts / (mx * ty_t))
+            reuse = _unrolled_reuse(p, group, m, ext, i, mdims, (1, t), whole, staged)
+            sec = _stage_sectors(p, group, m, 0, glob, mdims, mx, mx, ty_t, off, t,
+                                 staged)
+            alt = _pure_counts(cp, x0_t, x0_t / warp_steps, ops, loads, reuse, sec,
+                               shared.get(0, 0), cp.spread_point_instructions)
+            if best is None or _member_cycles(mach, alt) < _member_cycles(mach, best[0]):
+                best = (alt, t, x0_t, sec)
+    if best is None:
+        return _kept(key, spec, ())
+    pure, how, x0, sec0 = best
+    instructions, load_lsu, lsu_cycles = [pure[0]], [pure[1]], [pure[2]]
+    rounds = 1 if sec0 else 0
+    if m == group.output:
+        lsu_cycles.append(x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
+                                            sy) / 4.0)
+        # its updates: kernels of their own
+        return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles),
+                                    rounds, 0, how))
+    lsu_cycles.append(x0)                       # its store to shared memory
+    barriers = 1
+    for j, u in enumerate(updates, start=1):
+        pure_pts = math.prod(_extent(ext, d, i) for d in u.pure_dims)
+        parallel = inner in u.pure_dims
+        per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
+        xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
+        secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged)
+        instructions.append(xu * (u.ops + cp.load_instructions * u.loads
+                                  + cp.point_instructions + cp.loop_instructions))
+        load_lsu.append(xu * secu / 4.0)
+        lsu_cycles.append(xu * (shared.get(j, 0) + 1))
+        rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
+        barriers += 1
+    return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles), rounds,
+                             barriers, how))
+
+
+def _kept(key, spec, counts):
+    """``counts`` (``_member_counts``'), kept in ``_COUNTS`` under ``key`` with the spec
+    whose ``id`` the key holds."""
+    if len(_COUNTS) >= _COUNTS_LIMIT:
+        _COUNTS.clear()
+    _COUNTS[key] = (spec, counts)
+    return counts
+
+
+def _box_sectors(p, gf, group, exts) -> dict:
+    """``box_sectors`` of each input's box and of the output's tile of the menu facts
+    ``gf``, for every tiling (``exts``: ``_box_extents(gf)``), as a list."""
+    out = {}
+    for c in (*gf.input_regions, group.output):
+        sec = box_sectors(p, c, exts[c])
+        out[c] = np.broadcast_to(sec, (len(exts[c][0]) if len(exts[c]) else 1,)).tolist()
+    return out
+
+
+def _traffic(p, gf, group, i: int, exts, per_block: dict, n: int, sectors=None) -> tuple:
     """(L2 load sectors a block, DRAM load sectors, L2 store sectors a block, DRAM store
     sectors) of the kernel of tiling ``i`` in ``n`` blocks: each block's input boxes and
     output tile, the inputs read and the output written once (the same for every block
-    shape and staging of the tiling)."""
+    shape and staging of the tiling); ``sectors``: ``_box_sectors`` where the caller has
+    it."""
+    def boxed(c):
+        if sectors is not None:
+            return sectors[c][i if len(sectors[c]) > 1 else 0]
+        return float(box_sectors(p, c, [e[i] for e in exts[c]]))
     l2_load = dram_load = 0.0
     for c in gf.input_regions:
-        sec = float(box_sectors(p, c, [e[i] for e in exts[c]])) * per_block.get(c, 1.0)
+        sec = boxed(c) * per_block.get(c, 1.0)
         l2_load += sec
         dram_load += min(_whole_sectors(p, c) if c in p.regions else n * sec, n * sec)
-    ext = [e[i] for e in exts[group.output]]
-    return (l2_load, dram_load,
-            float(box_sectors(p, group.output, ext)) * per_block[group.output],
+    return (l2_load, dram_load, boxed(group.output) * per_block[group.output],
             _whole_sectors(p, group.output))
 
 
-def _in_registers(model, k: KernelCounts, group, m: str, ext, i: int, mdims: tuple,
-                  block: tuple, off: tuple, per_thread: tuple, whole: tuple, staged: tuple,
-                  ops: float, loads: float, glob: dict, shared: dict) -> None:
-    """Add to ``k`` producer ``m`` computed by every thread of the block for its own
-    points (``per_thread``: its points a thread and their rows along the outer tiled
-    dimension), in registers: each warp runs them unrolled, the loads the rows share
-    issued once; no shared memory, no barrier (the halo is recomputed by each thread)."""
+def _in_registers(model, group, m: str, ext, i: int, mdims: tuple, block: tuple,
+                  off: tuple, per_thread: tuple, whole: tuple, staged: tuple, ops: float,
+                  loads: float, glob: dict, shared: dict) -> tuple:
+    """(``_pure_counts``, DRAM round trips) of producer ``m`` computed by every thread of
+    the block for its own points (``per_thread``: its points a thread and their rows
+    along the outer tiled dimension), in registers: each warp runs them unrolled, the
+    loads the rows share issued once; no shared memory, no barrier (the halo is
+    recomputed by each thread)."""
     cp = model.spec.cost_params
     bx, by = block
     points, rows = per_thread
@@ -560,10 +701,7 @@ def _in_registers(model, k: KernelCounts, group, m: str, ext, i: int, mdims: tup
     reuse = _unrolled_reuse(model.problem, group, m, ext, i, mdims, (1, rows), whole, staged)
     sec = _stage_sectors(model.problem, group, m, 0, glob, mdims, bx, bx, by, off, 1, staged)
     counts = _pure_counts(cp, x0, points, ops, loads, reuse, sec, shared.get(0, 0))
-    k.instructions += counts[0]
-    k.load_lsu += counts[1]
-    k.lsu_cycles += counts[2]
-    k.rounds += 1 if sec else 0
+    return counts, 1 if sec else 0
 
 
 def _staging(model, k: KernelCounts, c: str, ext, i: int, dims: tuple, block: tuple,
@@ -765,20 +903,28 @@ def _per_block(p, gf, group, extra_dims, i, exts=None) -> dict:
     return out
 
 
-def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=None) -> list:
+def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=None,
+              memo: dict | None = None) -> list:
     """Cost of each tiling (a list of Cost), from the group's menu facts ``gf``
     (``arith_pt`` and ``in_words_pt``, the CPU model's per-tile figures, are not used:
-    the kernel's counts come from each member's accesses)."""
+    the kernel's counts come from each member's accesses).  ``memo``: a dict kept with
+    the menu (``cost._Menu``), in which what the menu's groups share is remembered
+    between them (each member's counts in a kernel: ``_main_kernel``); None: nothing
+    is kept."""
     p, spec = model.problem, model.spec
     region = p.regions[group.output]
-    mach = GpuMachine.of(spec)
+    mach = _machine(model)
     at_root = _root_producers(model, group, tilings)
     if at_root:
         return _with_root_producers(model, group, gf, tilings, n_tiles, at_root)
     bpp = p.bytes_per_point
     shared_members = [m for m in gf.member_points if m != group.output]
     exts = _box_extents(gf)
+    sectors = _box_sectors(p, gf, group, exts)
+    exts = {name: e.tolist() for name, e in exts.items()}     # read one by one below
     ext = {m: exts[m] for m in gf.member_regions}
+    keys = _member_keys(p, group, gf) if memo is not None and gf.member_keys else None
+    by_dims = {}                # dims -> (update launches, staging options)
     out = []
     for i, t in enumerate(tilings):
         sizes = t.sizes
@@ -809,11 +955,14 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
         dims = (tiled[0], tiled[1] if len(tiled) > 1 else None)
         serial = tuple(t.serial_of(d) if d is not None else 1 for d in dims)
         steady = steady_fraction(region, sizes, dims)
-        updates = _update_launches(model, group, dims)
+        if dims not in by_dims:
+            by_dims[dims] = (_update_launches(model, group, dims),
+                             _staging_options(model, group, gf, tilings, dims))
+        updates, staging = by_dims[dims]
         best = None
-        staging = _staging_options(model, group, gf, tilings, dims)
         plain = {}                  # block -> its unstaged kernel's (reason, counts)
-        traffic = _traffic(p, gf, group, i, exts, per_block, n)
+        traffic = _traffic(p, gf, group, i, exts, per_block, n, sectors)
+        fill = None                 # the SMs the tiling's blocks must keep busy
         in_regs = register_members(model, group, t, tiled, whole)
         options = itertools.product(staging, [{}] + ([in_regs] if in_regs else []),
                                     dict.fromkeys((grown, own)))
@@ -822,8 +971,12 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                     or (rg and block != own):
                 continue            # (a thread's own producers: the output's threads)
             shape = (block[0], block[1] if len(block) > 1 else 1)
+            kept = None
+            if keys is not None:
+                kept = memo.setdefault(("members", i, shape, staged, tuple(sorted(rg.items()))),
+                                       {})
             main = _main_kernel(model, group, gf, i, dims, shape, per_block, n, serial, whole,
-                                exts, steady, staged, traffic, rg)
+                                exts, steady, staged, traffic, rg, kept, keys)
             if main is None:
                 continue
             shared = int(sum(b for m, b in member_bytes.items() if m not in rg)) \
@@ -843,9 +996,10 @@ def gpu_costs(model, group, gf, tilings, n_tiles, arith_pt=None, in_words_pt=Non
                 why = f"shared memory {shared} B > {spec.shared_mem_per_block_bytes} B per block"
             elif occ < spec.occupancy_threshold:
                 why = f"occupancy {occ:.2f} < threshold {spec.occupancy_threshold}"
-            elif active_sms < min(spec.sm_count, max_blocks(region, [s if d in tiled else None
-                                                                     for d, s in enumerate(sizes)],
-                                                            spec.warp_size)):
+            elif active_sms < (fill if fill is not None else (fill := min(
+                    spec.sm_count, max_blocks(region, [s if d in tiled else None
+                                                       for d, s in enumerate(sizes)],
+                                              spec.warp_size)))):
                 why = f"{n} blocks keep only {active_sms} of {spec.sm_count} SMs busy"
             main.blocks_per_sm = max(blocks_per_sm, 1)
             if not staged and not rg:

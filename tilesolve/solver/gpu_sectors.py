@@ -26,7 +26,7 @@ points apart (thread ``ty`` computes rows ``ty * y_step ...``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,8 +37,8 @@ from ..model.visit import walk
 
 SECTOR_BYTES = 32
 
-__all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "box_sectors",
-           "active_warps", "store_site", "unrolled_loads"]
+__all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "site_context",
+           "box_sectors", "active_warps", "store_site", "unrolled_loads"]
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,12 @@ class Site:
     args: tuple
     stage: int
     is_store: bool = False
+    # whether an index is computed from loaded data (a Call in it), found once
+    data_dependent: bool = field(init=False, compare=False, repr=False)
 
-    @property
-    def data_dependent(self) -> bool:
-        return any(isinstance(n, E.Call) for a in self.args for n in walk(a))
+    def __post_init__(self):
+        object.__setattr__(self, "data_dependent", any(
+            isinstance(n, E.Call) for a in self.args for n in walk(a)))
 
 
 def member_sites(problem, name: str) -> tuple:
@@ -78,14 +80,19 @@ def member_sites(problem, name: str) -> tuple:
 
 
 def store_site(problem, name: str) -> Site:
-    """The store of ``name``'s pure definition (at its own point)."""
-    return Site(name, tuple(problem.func(name).pure.args), 0, True)
+    """The store of ``name``'s pure definition (at its own point; memoized per problem)."""
+    cache = problem.memo("gpu_store_site")
+    hit = cache.get(name)
+    if hit is None:
+        hit = cache[name] = Site(name, tuple(problem.func(name).pure.args), 0, True)
+    return hit
 
 
 def active_warps(bx, by, mx, my):
     """Warps of a ``bx`` x ``by`` block (x fastest) with a thread inside ``mx`` x ``my``
     (arrays allowed)."""
-    if all(isinstance(v, int) for v in (bx, by, mx, my)):
+    if isinstance(bx, int) and isinstance(by, int) and isinstance(mx, int) \
+            and isinstance(my, int):
         mx, my = min(mx, bx), min(my, by)
         if bx % 32 == 0:
             return my * -(-mx // 32)
@@ -110,7 +117,11 @@ def probe_env(problem, name: str, scope: dict) -> dict:
     rounded down to a multiple of ``cost_params.base_align`` (at its minimum if
     shorter), RVars at their minimum (``scope``), the Params and input extents the
     problem assumes."""
-    env = estimate_env(problem)
+    cache = problem.memo("gpu_estimate_env")
+    base = cache.get(None)
+    if base is None:
+        base = cache[None] = estimate_env(problem)
+    env = dict(base)
     pure = [v.name for v in problem.func(name).pure.args]
     align = problem.spec.cost_params.base_align
     for v, (lo, hi) in zip(pure, problem.regions.get(name, ())):
@@ -153,8 +164,43 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     hit = cache.get(key)
     if hit is not None:
         return hit
-    hit = cache[key] = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my),
-                                     offset, int(y_step))
+    cp = problem.spec.cost_params
+    shared = (site_context(problem, name, site), cp.base_align, cp.rows_averaged) + key
+    hit = _SHARED.get(shared)
+    if hit is None:
+        hit = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my), offset,
+                            int(y_step))
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        _SHARED[shared] = hit
+    cache[key] = hit
+    return hit
+
+
+# site_sectors' answers, shared by problems: those of one pipeline that differ only in
+# other Funcs (another inlining choice) ask the same questions (see site_context)
+_SHARED: dict = {}
+_SHARED_LIMIT = 1 << 18
+
+
+def site_context(problem, name: str, site: Site) -> tuple:
+    """All that ``_site_sectors`` reads of ``problem`` for ``site`` of ``name``, besides the
+    spec's ``cost_params`` (memoized per problem): ``name``'s pure Vars and region, the
+    scope of the site's definition's RVars, the callee's region, estimated extents and
+    point size, and the values of the Params and input extents."""
+    cache = problem.memo("gpu_sector_context")
+    key = (name, site.callee, site.stage)
+    hit = cache.get(key)
+    if hit is None:
+        c = site.callee
+        scope = rdom_scope(problem, problem.definitions[name][site.stage]) if site.stage else {}
+        sizes = problem.estimates.get(c) if c in problem.pipeline.images else None
+        hit = cache[key] = (
+            name, tuple(v.name for v in problem.func(name).pure.args),
+            problem.regions.get(name), tuple((r, iv.lo, iv.hi) for r, iv in scope.items()),
+            c, None if sizes is None else tuple(int(n) for n in sizes),
+            problem.regions.get(c), problem.bytes_per_point(c),
+            tuple(sorted(estimate_env(problem).items())))
     return hit
 
 
@@ -240,8 +286,9 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> fl
             addr = addr + (np.broadcast_to(v, addr.shape) - lo) * st
     except Exception:          # noqa: BLE001 -- an index the probe cannot evaluate
         return float(min(tx.size, total_sectors))
-    sectors = (addr * bpp) // SECTOR_BYTES
-    return float(np.mean([np.unique(r).size for r in sectors]))
+    # the distinct sectors of each row: where its sorted sectors step
+    sectors = np.sort((addr * bpp) // SECTOR_BYTES, axis=1)
+    return float(np.mean(1 + np.count_nonzero(np.diff(sectors, axis=1), axis=1)))
 
 
 def box_sectors(problem, callee: str, box_extents) -> np.ndarray:
