@@ -113,14 +113,14 @@ def difference_upper(f: E.Expr, h: E.Expr, lows: dict | None = None, budget: int
     f, h = E.as_expr(f), E.as_expr(h)
     # a min/max found in both (a tile's shifted base ``min(xo * 32, W - 32)``) is one
     # value on both sides: a leaf, so its differences cancel
-    both = {str(n) for n in walk(f) if type(n) is E.BinOp and n.op in ("min", "max")} \
-        & {str(n) for n in walk(h) if type(n) is E.BinOp and n.op in ("min", "max")}
-    shared = {k for k in both if not any(k != o and k in o for o in both)}   # outermost
+    # (Exprs are hash-consed: an equal node is the same object)
+    shared = {id(n) for n in walk(f) if type(n) is E.BinOp and n.op in ("min", "max")} \
+        & {id(n) for n in walk(h) if type(n) is E.BinOp and n.op in ("min", "max")}
     left = [budget]
     memo: dict = {}
 
     def split(e):
-        return type(e) is E.BinOp and e.op in ("min", "max") and str(e) not in shared
+        return type(e) is E.BinOp and e.op in ("min", "max") and id(e) not in shared
 
     def d(a, b):
         key = (id(a), id(b))
@@ -179,6 +179,9 @@ def _minmax_out(e: E.Expr, split) -> E.Expr:
     return e
 
 
+CLAMPED_NODES = 160     # a tile's box of clamped reads has 40-100 nodes; bigger: not tried
+
+
 def clamped_extent_upper(e: E.Expr, lows: dict | None = None):
     """A constant no smaller than ``e`` written as ``P - Q + k`` (one term of each sign,
     ``k`` a constant: an extent ``hi - lo + 1``), by ``difference_upper(P, Q, lows) +
@@ -186,7 +189,7 @@ def clamped_extent_upper(e: E.Expr, lows: dict | None = None):
     The extent of a box of clamped reads, which ``const_upper`` does not bound
     (``lower/extent_bound.py`` tries both)."""
     e = simplify(E.as_expr(e))
-    if e.type.is_float():
+    if e.type.is_float() or _R.node_count(e, CLAMPED_NODES) > CLAMPED_NODES:
         return None
     terms, k = _shared(_R.RULES).linear(e)
     pos = [a for a, c in terms.values() if c == 1]
