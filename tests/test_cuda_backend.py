@@ -461,9 +461,13 @@ def test_codegen_rejects_illegal_gpu_nests():
         "t", c(0), load("out", V("b"), T.int32), "gpu_thread", st))
     with pytest.raises(LoweringError, match="gpu_thread loop t .* reads buffer out"):
         generate(_lp(data))
-    unbounded = For("b", c(0), c(4), "gpu_block", For("t", c(0), V("b") * 2, "gpu_thread", st))
+    unbounded = For("b", c(0), S.ext("out", 0), "gpu_block",
+                    For("t", c(0), V("b") * 2, "gpu_thread", st))
     with pytest.raises(LoweringError, match="gpu_thread loop t .* depends on b"):
         generate(_lp(unbounded))
+    # over a constant grid the same extent is bounded (b < 4: at most 6 threads)
+    bounded = For("b", c(0), c(4), "gpu_block", For("t", c(0), V("b") * 2, "gpu_thread", st))
+    assert generate(_lp(bounded)).kernels[0].block_const == (6, 1, 1)
     shared = For("b", c(0), c(4), "gpu_block", Allocate(
         "tmp", T.int32, (S.ext("out", 0),), "shared", For("t", c(0), c(8), "gpu_thread", st)))
     with pytest.raises(LoweringError, match="allocation tmp has a size"):
