@@ -5,7 +5,8 @@
 ``plan(loop)`` recognises the loops it can vectorize: a constant extent of 2 or 4, a body
 of lets ending in one Store.  It returns a ``VectorLoop`` naming
 
-* the store, vectorized when its index advances by one element a lane (``dense``);
+* the store, vectorized when its index advances by one element a lane and the loop
+  reads nothing of its buffer (a lane may read what an earlier lane stored);
 * the loads (taps) of the store's value and of the lets that are dense in the same way, read
   by every lane (not inside a ``select``'s branch or the right operand of ``&&``/``||``,
   which C evaluates only sometimes) and from a buffer the loop does not write (a lane
@@ -134,7 +135,10 @@ def plan(loop: For) -> VectorLoop | None:
         return at[0]
 
     v = VectorLoop(lanes, store=s)
-    if _fits(s.value.type, lanes):
+    reads_own = any(isinstance(n, Load) and n.buffer == s.buffer
+                    for e in [val for _, val in lets] + [s.value] for n in walk(e))
+    if _fits(s.value.type, lanes) and not reads_own:
+        # (a loop that reads the buffer it stores keeps its stores in order, one a lane)
         v.store_base = first_lane(s.index)
     # the taps: the loads that may be hoisted, with their first lane's index
     taps = []
