@@ -85,7 +85,7 @@ from ..analysis.footprint import box_extents, rdom_scope
 from ..model import expr as E
 from ..model.visit import walk
 from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_context,
-                          site_sectors, store_site, unrolled_loads)
+                          site_sectors, store_site, unrolled_loads, vector_accesses)
 from .space import Cost, GpuCost, Group, Tiling
 
 
@@ -334,19 +334,41 @@ def _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged=()) -> dic
     return out
 
 
-def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged=()) -> float:
+def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged=(),
+                   sx=1) -> float:
     """Sectors of one warp instruction of each of stage ``j``'s global accesses of member
-    ``m`` (``glob``: ``_sites``' first answer for ``staged``), summed (memoized per
-    problem)."""
+    ``m`` (``glob``: ``_sites``' first answer for ``staged``), summed, the thread's
+    points ``sx`` apart along the inner dimension and ``sy`` along the outer (memoized
+    per problem)."""
     sites = glob.get(j, ())
     if not sites:
         return 0
-    key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy), staged)
+    key = (group.members, m, j, mdims, int(bx), int(tx), int(ty), off, int(sy), staged,
+           int(sx))
     cache = p.memo("gpu_stage_sectors")
     hit = cache.get(key)
     if hit is None:
-        hit = cache[key] = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy) for s in sites)
+        hit = cache[key] = sum(site_sectors(p, m, s, mdims, bx, tx, ty, off, sy, sx)
+                               for s in sites)
     return hit
+
+
+def _vector_reuse(p, m, glob, shared, reuse, mdims, bx, tx, ty, off, sx, sy) -> tuple:
+    """(``_pure_counts``' reuse, sectors a warp step) of the output ``m`` whose ``sx``
+    points a thread along the inner dimension are a vectorized loop (``vector_accesses``:
+    its global loads as windows, ``vector.py``), ``reuse`` the unrolled loop's
+    (``_unrolled_reuse``), whose shared-memory loads it keeps: a shared vector access
+    moves ``sx`` times the words of a scalar one, so it is counted as the scalar loads
+    of the distinct addresses."""
+    sites = tuple(glob.get(0, ()))
+    n_shared = shared.get(0, 0)
+    if not sites or not len(sites) + n_shared:
+        return reuse, 0
+    instructions, sectors = vector_accesses(p, m, sites, mdims, bx, tx, ty, off, sx, sy)
+    out = dict(reuse)
+    out["global"] = 1.0
+    out["all"] = (instructions / sx + n_shared * reuse["shared"]) / (len(sites) + n_shared)
+    return out, sectors / sx
 
 
 def _bounds_test(c) -> bool:
@@ -602,10 +624,15 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
         # serial points below it
         reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged)
-        sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged)
+        if m == group.output and sx > 1:
+            reuse, sec0 = _vector_reuse(p, m, glob, shared, reuse, mdims, bx, tx, ty, off,
+                                        sx, sy)
+        else:
+            sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged,
+                                  sx)
         best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
                 None, x0, sec0)
-    if m != group.output and not updates and None not in mdims and sx == 1:
+    if m != group.output and not updates and None not in mdims:
         # or its threads (tx, ty') fused and spread over all the block's threads
         # (``spread_steps``), a serial run of ``t`` points each (the tiling's, or one)
         for t in sorted({1, int(sy)}):
@@ -625,8 +652,12 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
     instructions, load_lsu, lsu_cycles = [pure[0]], [pure[1]], [pure[2]]
     rounds = 1 if sec0 else 0
     if m == group.output:
-        lsu_cycles.append(x0 * site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off,
-                                            sy) / 4.0)
+        if sx > 1:          # a vectorized store
+            store = vector_accesses(p, m, (store_site(p, m),), mdims, bx, tx, ty, off, sx,
+                                    sy)[1] / sx
+        else:
+            store = site_sectors(p, m, store_site(p, m), mdims, bx, tx, ty, off, sy)
+        lsu_cycles.append(x0 * store / 4.0)
         # its updates: kernels of their own
         return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles),
                                     rounds, 0, how))
@@ -637,7 +668,7 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         parallel = inner in u.pure_dims
         per_thread = u.rdom_points * (pure_pts / lanes_pts if parallel else pure_pts)
         xu = (warps if parallel else 1.0) * max(1.0, per_thread * per_block[m])
-        secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged)
+        secu = _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged, sx)
         instructions.append(xu * (u.ops + cp.load_instructions * u.loads
                                   + cp.point_instructions + cp.loop_instructions))
         load_lsu.append(xu * secu / 4.0)

@@ -22,7 +22,14 @@ A thread that computes several points in an unrolled loop (a serial tile) loads 
 address its sites share between those points once: nvcc keeps it in a register
 (a 3-row stencil over 4 rows: 6 loads, not 12).  ``unrolled_loads`` counts the
 distinct addresses; ``site_sectors``' ``y_step`` places a warp's rows that many
-points apart (thread ``ty`` computes rows ``ty * y_step ...``).
+points apart (thread ``ty`` computes rows ``ty * y_step ...``), its ``x_step`` a row's
+lanes (a thread's points along x in a loop of its own).
+
+A thread whose points along x are a vectorized loop of 2 or 4 (``backend/cuda/vector.py``)
+reads the taps of a buffer a constant apart as one window, each aligned run of the
+vector's width one access and the other elements one each, and writes its points as one
+access where aligned: ``vector_accesses`` counts those instructions and their sectors
+per warp, the windows' alignment taken from the probed addresses.
 """
 from __future__ import annotations
 
@@ -38,7 +45,10 @@ from ..model.visit import walk
 SECTOR_BYTES = 32
 
 __all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "site_context",
-           "box_sectors", "active_warps", "store_site", "unrolled_loads"]
+           "box_sectors", "active_warps", "store_site", "unrolled_loads", "vector_accesses",
+           "VECTOR_BYTES"]
+
+VECTOR_BYTES = 16           # the widest vector access (float4, int4, double2)
 
 
 @dataclass(frozen=True)
@@ -148,18 +158,19 @@ def _strides(problem, callee: str):
 
 
 def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, my: int,
-                 offset: tuple, y_step: int = 1) -> float:
+                 offset: tuple, y_step: int = 1, x_step: int = 1) -> float:
     """Sectors one warp instruction of ``site`` (in ``name``'s definitions) moves, for a
     block ``bx`` threads wide whose threads cover ``mx`` x ``my`` points of ``name`` in its
     pure dimensions ``dims`` (inner, outer or None); ``offset``: the member's first point
     relative to a multiple of ``cost_params.base_align`` in each of those dimensions (its halo);
-    ``y_step``: points of the outer dimension between consecutive rows of threads."""
+    ``y_step``: points of the outer dimension between consecutive rows of threads,
+    ``x_step`` of the inner dimension between consecutive threads of a row."""
     # a warp's lanes see at most min(bx, 32) points of a row and 32 // bx + 1 rows
     bx = int(bx)
     mx, my = min(int(mx), bx, 32), min(int(my), 31 // max(bx, 1) + 1)
     if my <= 1:
         y_step = 1
-    key = (name, site, dims, bx, mx, my, offset, int(y_step))
+    key = (name, site, dims, bx, mx, my, offset, int(y_step), int(x_step))
     cache = problem.memo("gpu_site_sectors")
     hit = cache.get(key)
     if hit is not None:
@@ -169,7 +180,7 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     hit = _SHARED.get(shared)
     if hit is None:
         hit = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my), offset,
-                            int(y_step))
+                            int(y_step), int(x_step))
         if len(_SHARED) >= _SHARED_LIMIT:
             _SHARED.clear()
         _SHARED[shared] = hit
@@ -250,20 +261,45 @@ def _lanes(bx: int, mx: int, my: int):
     return tx[keep], ty[keep]
 
 
-def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> float:
+def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1,
+                  x_step=1) -> float:
     tx, ty = _lanes(bx, mx, my)
     if tx.size == 0:
         return 0.0
-    bpp = problem.bytes_per_point(site.callee)
-    los, strides = _strides(problem, site.callee)
-    if los is None:
+    total_sectors = _total_sectors(problem, site.callee)
+    if total_sectors is None:
         return float(tx.size)
-    size = 1
-    for st, (lo, hi) in zip(strides, problem.regions[site.callee]):
-        size *= hi - lo + 1
-    total_sectors = -(-size * bpp // SECTOR_BYTES)
     if site.data_dependent:
         return float(min(tx.size, total_sectors))
+    addr = _addresses(problem, name, site, dims, tx * x_step, ty, offset, y_step)
+    if addr is None:
+        return float(min(tx.size, total_sectors))
+    return _distinct_sectors(addr * problem.bytes_per_point(site.callee))
+
+
+def _total_sectors(problem, callee: str):
+    """The sectors of ``callee``'s whole buffer (None: it has no region)."""
+    los, strides = _strides(problem, callee)
+    if los is None:
+        return None
+    size = 1
+    for lo, hi in problem.regions[callee]:
+        size *= hi - lo + 1
+    return -(-size * problem.bytes_per_point(callee) // SECTOR_BYTES)
+
+
+def _distinct_sectors(byte_addr) -> float:
+    """The distinct sectors of each row of byte addresses (rows x lanes), averaged."""
+    sectors = np.sort(byte_addr // SECTOR_BYTES, axis=1)
+    return float(np.mean(1 + np.count_nonzero(np.diff(sectors, axis=1), axis=1)))
+
+
+def _addresses(problem, name, site, dims, px, ty, offset, y_step=1):
+    """The element offsets (in the callee's buffer) ``site`` reads from lanes whose points
+    are ``px`` along the inner dimension and rows ``ty`` (times ``y_step``) along the
+    outer, from the probe's base (``probe_env``), over ``rows_averaged`` rows (rows x
+    lanes); None where the probe cannot evaluate an index."""
+    los, strides = _strides(problem, site.callee)
     d = problem.definitions[name][site.stage]
     env = probe_env(problem, name, rdom_scope(problem, d) if site.stage else {})
     pure = [v.name for v in problem.func(name).pure.args]
@@ -271,7 +307,7 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> fl
     n_rows = problem.spec.cost_params.rows_averaged
     rows = np.arange(n_rows)[:, None]
     if inner is not None:
-        env[pure[inner]] = int(env[pure[inner]]) + offset[0] + tx[None, :]
+        env[pure[inner]] = int(env[pure[inner]]) + offset[0] + px[None, :]
     if outer is not None:
         env[pure[outer]] = int(env[pure[outer]]) + offset[1] + ty[None, :] * y_step + rows
     elif inner is not None:
@@ -280,15 +316,110 @@ def _site_sectors(problem, name, site, dims, bx, mx, my, offset, y_step=1) -> fl
         if nxt is not None:
             env[nxt] = int(env[nxt]) + rows
     try:
-        addr = np.zeros((n_rows, tx.size), dtype=np.int64)
+        addr = np.zeros((n_rows, px.size), dtype=np.int64)
         for a, lo, st in zip(site.args, los, strides):
             v = np.asarray(evaluate(a, env), dtype=np.int64)
             addr = addr + (np.broadcast_to(v, addr.shape) - lo) * st
     except Exception:          # noqa: BLE001 -- an index the probe cannot evaluate
-        return float(min(tx.size, total_sectors))
-    # the distinct sectors of each row: where its sorted sectors step
-    sectors = np.sort((addr * bpp) // SECTOR_BYTES, axis=1)
-    return float(np.mean(1 + np.count_nonzero(np.diff(sectors, axis=1), axis=1)))
+        return None
+    return addr
+
+
+def vector_accesses(problem, name: str, sites: tuple, dims: tuple, bx: int, mx: int,
+                    my: int, offset: tuple, lanes: int, y_step: int = 1) -> tuple:
+    """(instructions, sectors) of one warp running ``name``'s vectorized loop of ``lanes``
+    points a thread along the inner dimension (thread ``tx`` its points ``tx * lanes``
+    ...) for the accesses ``sites`` (loads of its pure definition, or its store alone),
+    the other arguments as ``site_sectors``'.  A site whose index advances one element
+    a point, of a type ``lanes`` of which fit a vector, joins the other such sites of
+    its buffer a constant apart in windows (``backend/cuda/vector.py``): each aligned
+    run of ``lanes`` elements of a window one instruction, the others one each, the
+    alignment that of the probed addresses.  Any other site is ``lanes`` scalar
+    accesses (memoized per problem)."""
+    # a warp's lanes are those of a block min(bx, 32) wide (a wider block's warp is one
+    # row of it)
+    bx = min(int(bx), 32)
+    mx, my = min(int(mx), bx), min(int(my), 31 // max(bx, 1) + 1)
+    if my <= 1:
+        y_step = 1
+    key = (name, tuple(sites), dims, bx, mx, my, offset, int(lanes), int(y_step))
+    cache = problem.memo("gpu_vector_accesses")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    cp = problem.spec.cost_params
+    shared = (tuple(site_context(problem, name, s) for s in sites), cp.base_align,
+              cp.rows_averaged) + key
+    hit = _SHARED.get(shared)
+    if hit is None:
+        hit = _vector_accesses(problem, name, sites, dims, int(bx), int(mx), int(my), offset,
+                               int(lanes), int(y_step))
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        _SHARED[shared] = hit
+    cache[key] = hit
+    return hit
+
+
+def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_step):
+    tx, ty = _lanes(bx, mx, my)
+    if tx.size == 0:
+        return 0.0, 0.0
+    instructions = sectors = 0.0
+    families: dict = {}                 # callee -> [(first lane's addresses, offset)]
+    for site in sites:
+        bpp = problem.bytes_per_point(site.callee)
+        a0 = a1 = None
+        if not site.data_dependent and bpp * lanes <= VECTOR_BYTES \
+                and _total_sectors(problem, site.callee) is not None:
+            a0 = _addresses(problem, name, site, dims, tx * lanes, ty, offset, y_step)
+            a1 = _addresses(problem, name, site, dims, tx * lanes + 1, ty, offset, y_step)
+        if a0 is None or a1 is None or not np.all(a1 - a0 == 1):
+            instructions += lanes
+            sectors += sum(site_sectors(problem, name, site, dims, bx, mx, my,
+                                        (offset[0] + j,) + tuple(offset[1:]), y_step, lanes)
+                           for j in range(lanes))
+            continue
+        fam = families.setdefault((site.callee, bpp), [])
+        for ref in fam:
+            d = a0 - ref[0]
+            if np.all(d == d.flat[0]):
+                ref[1].add(int(d.flat[0]))
+                break
+        else:
+            fam.append((a0, {0}))
+    for (callee, bpp), refs in families.items():
+        for a0, offsets in refs:
+            runs: list = []
+            for c in sorted(offsets):
+                if runs and c <= runs[-1][-1] + lanes:
+                    runs[-1].append(c)
+                else:
+                    runs.append([c])
+            for run in runs:
+                i, s = _window(a0 + run[0], run[-1] + lanes - run[0], lanes, bpp)
+                instructions += i
+                sectors += s
+    return instructions, sectors
+
+
+def _window(start, length: int, lanes: int, bpp: int) -> tuple:
+    """(instructions, sectors) of a warp reading ``length`` elements from each lane's
+    ``start`` (element offsets, rows x lanes) as ``ts_vload`` does: from each element, a
+    vector where the address is a multiple of ``lanes`` elements and a whole vector
+    remains, else one element; averaged over the rows."""
+    instr = sec = 0.0
+    misaligned = start[:, 0] % lanes
+    for m in np.unique(misaligned):
+        rows = start[misaligned == m]
+        o = 0
+        while o < length:
+            n = lanes if (int(m) + o) % lanes == 0 and o + lanes <= length else 1
+            addr = (rows[:, :, None] + o + np.arange(n)).reshape(len(rows), -1)
+            sec += _distinct_sectors(addr * bpp) * len(rows)
+            instr += len(rows)
+            o += n
+    return instr / len(start), sec / len(start)
 
 
 def box_sectors(problem, callee: str, box_extents) -> np.ndarray:

@@ -394,13 +394,15 @@ def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
     """The output's block / thread / serial loops (``gpu_tile`` with a serial tile inside
     each thread): each tiled dimension ``x`` split into ``xo`` (a block dimension) and
     ``xi``; a dimension with a serial factor ``t`` (``serial``) its ``xi`` split again
-    into ``xt`` (threads) and ``xs`` (``t`` points, unrolled); each dimension in
+    into ``xt`` (threads) and ``xs`` (``t`` points, unrolled; vectorized along the inner
+    dimension, ``tilings``); each dimension in
     ``whole`` split by its tile extent into ``co`` (left on the grid, one block where the
     extent is as estimated) and ``ci`` (unrolled inside the thread, guarded).  Loops
     innermost first: the serial ones (no guard of a whole dimension between their
     points, so nvcc keeps the loads they share in registers), the whole dimensions, the
     threads, the blocks.  Returns the innermost block loop's name."""
     threads, blocks, unrolled = [], [], []
+    vector = None
     for i in tiled:
         x = names[i]
         h.split(x, f"{x}o", f"{x}i", tiling.sizes[i])
@@ -409,6 +411,8 @@ def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
             h.split(f"{x}i", f"{x}t", f"{x}s", serial[i])
             threads.append(f"{x}t")
             unrolled.append(f"{x}s")
+            if i == tiled[0]:
+                vector = f"{x}s"
         else:
             threads.append(f"{x}i")
     inner = []
@@ -420,7 +424,10 @@ def _gpu_thread_tile(h, names, tiled, tiling, serial, whole) -> str:
     h.gpu_blocks(*blocks)
     h.gpu_threads(*threads)
     for v in inner + unrolled:
-        h.unroll(v)
+        if v == vector:
+            h.vectorize(v)
+        else:
+            h.unroll(v)
     return blocks[0]
 
 

@@ -18,7 +18,12 @@ thread / serial levels): each thread computes ``gpu_serial`` consecutive points 
 outer tiled dimension in an unrolled loop, the block's tile that many times taller (at
 most ``gpu_serial_rows`` rows, and no taller than the region), for blocks at least a
 warp wide and two warps large (a narrower block's warps already straddle rows; a
-one-warp block has nothing to trade).  Then, where the first dimension past the tiled
+one-warp block has nothing to trade).  Then the blocks at least a warp wide again, each
+thread computing ``gpu_vector`` consecutive points along the inner dimension too, as a
+vectorized loop (float2/float4 accesses, ``backend/cuda/vector.py``), where that many
+of the output's points fit a vector and the tile is no wider than the region or the
+widest plain block.  Then, where
+the first dimension past the tiled
 ones is short (2 to ``gpu_unroll_extent`` points: colour channels), every tiling above
 again with that dimension whole in the tile: each thread computes all its points,
 unrolled, instead of one block per point of it on the grid.  The plain blocks come
@@ -26,6 +31,7 @@ first, so the solvers' first-of-equal-costs rule keeps them on ties.
 """
 from __future__ import annotations
 
+from .gpu_sectors import VECTOR_BYTES
 from .space import Tiling
 
 
@@ -50,7 +56,7 @@ def candidate_tilings(problem, group) -> list[Tiling]:
 
     exts = [hi - lo + 1 for lo, hi in region]
     if spec.is_gpu:
-        _gpu_tilings(spec, dims or [0], exts, add)
+        _gpu_tilings(spec, dims or [0], exts, add, problem.bytes_per_point(group.output))
         return out
     add([None] * nd)
     if not dims:
@@ -73,8 +79,9 @@ def candidate_tilings(problem, group) -> list[Tiling]:
     return out
 
 
-def _gpu_tilings(spec, dims, exts, add) -> None:
-    """The GPU menu (see the module docstring) through ``add(sizes, serial=None)``."""
+def _gpu_tilings(spec, dims, exts, add, bpp: int = 4) -> None:
+    """The GPU menu (see the module docstring) through ``add(sizes, serial=None)``
+    (``bpp``: the bytes of an output point)."""
     nd = len(exts)
     inner = dims[0]
     outer = dims[1] if len(dims) > 1 else None
@@ -94,21 +101,26 @@ def _gpu_tilings(spec, dims, exts, add) -> None:
             if a * b <= spec.warp_size and blocks > cp.max_one_warp_blocks:
                 continue
             blocks_of.append((a, b))
-    shapes = [(a, b, 1) for a, b in blocks_of]
+    shapes = [(a, b, 1, 1) for a, b in blocks_of]
     if outer is not None:
-        shapes += [(a, b, t) for t in cp.gpu_serial for a, b in blocks_of
+        shapes += [(a, b, t, 1) for t in cp.gpu_serial for a, b in blocks_of
                    if a >= spec.warp_size and a * b >= 2 * spec.warp_size
                    and b * t <= min(cp.gpu_serial_rows, exts[outer])]
+    shapes += [(a, b, t, v) for v in cp.gpu_vector for a, b, t, _ in list(shapes)
+               if v > 1 and a >= spec.warp_size and v * bpp <= VECTOR_BYTES
+               and a * v <= min(exts[inner], max(cp.gpu_inner))]
     for whole in ((False, True) if unroll is not None else (False,)):
-        for a, b, t in shapes:
+        for a, b, t, v in shapes:
             sizes = [None] * nd
-            sizes[inner] = a
+            sizes[inner] = a * v
             if outer is not None:
                 sizes[outer] = b * t
             serial = None
-            if t > 1:
+            if t > 1 or v > 1:
                 serial = [1] * nd
-                serial[outer] = t
+                serial[inner] = v
+                if outer is not None:
+                    serial[outer] = t
                 serial = tuple(serial)
             if whole:
                 sizes[unroll] = exts[unroll]

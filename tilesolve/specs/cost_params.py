@@ -109,6 +109,8 @@ class CostParams:
     gpu_outer: tuple = (1, 2, 4, 8, 16, 32)        # a block's threads in the outer dimension
     gpu_serial: tuple = (2, 4, 8)        # points a thread computes along the outer dimension
     gpu_serial_rows: int = 32            # a serial tile's rows per block, at most
+    gpu_vector: tuple = (4,)             # points a thread computes along the inner
+    #                                      dimension, vectorized (float2/float4)
     gpu_unroll_extent: int = 4           # an outer dimension this short may run in each thread
     max_one_warp_blocks: int = 1000      # one-warp blocks are offered up to this many blocks
     # -- solver/gpu_sectors.py (GPU) ---------------------------------------------------
@@ -129,7 +131,7 @@ GPU_ONLY = frozenset({
     "serial_point_registers", "spread_point_instructions", "stage_inputs",
     "stage_min_sites", "stage_weight", "register_producers",
     "register_weight", "gpu_inner", "gpu_outer",
-    "gpu_serial", "gpu_serial_rows",
+    "gpu_serial", "gpu_serial_rows", "gpu_vector",
     "gpu_unroll_extent", "max_one_warp_blocks", "rows_averaged", "base_align",
     "root_block_rows", "update_block", "l2_over_dram", "gpu_inline_trials"})
 # parameters a GPU spec's model reads (the others are the CPU model's): the inlining
@@ -207,6 +209,9 @@ def cost_params_from(kind: str, data: Any, source: str,
         if got is None:
             raise SpecError(f"{source}: field 'cost_params.{name}': expected "
                             f"{_expected(f.default)}, got {value!r}")
+        if name == "gpu_vector" and not set(got) <= {1, 2, 4}:
+            raise SpecError(f"{source}: field 'cost_params.gpu_vector': expected a list of "
+                            f"vector widths 2 or 4 (1: no vectorized tiles), got {value!r}")
         clean[name] = got
     return dataclasses.replace(base, **clean)
 

@@ -36,9 +36,9 @@ from ...lower.ir import For, LetStmt, Load, Store
 from ...model import expr as E
 from ...model import types as T
 from ...model.visit import children, mutate, substitute_names, walk
+from ...solver.gpu_sectors import VECTOR_BYTES     # the widest access (float4, int4, ...)
 
 LANES = (2, 4)
-VECTOR_BYTES = 16           # the widest access (float4, int4, double2)
 
 
 @dataclass
