@@ -133,3 +133,28 @@ def test_the_solvers_choose_a_vector_tile_where_loads_are_dear(method):
         got, _ = EM.run(pipe, s, [w, h], {"input": a})
         np.testing.assert_allclose(got, ts.reference.realize(pipe, [w, h], input=a),
                                    rtol=1e-6, err_msg=str(s))
+
+
+def test_shared_memory_windows_and_bank_conflicts():
+    """A vector loop's reads of a producer in shared memory: three taps along x over 4
+    lanes are one window of 6 elements whose alignment in the block's buffer is not
+    known, so its pieces are averaged over the 4 alignments (3, 6, 3, 3: 3.75), each a
+    4-way wavefront (a float4 per lane, or single floats 4 words apart); three taps
+    along y are three windows of 4 (1, 4, 4, 4 pieces).  A producer's own threads 4
+    points apart store into shared memory 4 to a bank for floats, 2 for 16-bit values,
+    none for bytes."""
+    from tilesolve.solver.gpu_sectors import _pieces, bank_ways, shared_windows
+    assert [_pieces(m, 6, 4) for m in range(4)] == [3, 6, 3, 3]
+    assert [_pieces(m, 4, 4) for m in range(4)] == [1, 4, 4, 4]
+    assert (bank_ways(4, 4), bank_ways(4, 2), bank_ways(4, 1), bank_ways(2, 4),
+            bank_ways(1, 4)) == (4, 2, 1, 2, 1)
+    x, y = ts.Var("x"), ts.Var("y")
+    inp = ts.ImageParam(ts.float32, 2, "input")
+    mid, across, down = ts.Func("mid"), ts.Func("across"), ts.Func("down")
+    mid[x, y] = inp[x, y] * 2
+    across[x, y] = mid[x, y] + mid[x + 1, y] + mid[x + 2, y]
+    down[x, y] = mid[x, y] + mid[x, y + 1] + mid[x, y + 2]
+    for out, want in ((across, (3.75, 15.0)), (down, (9.75, 39.0))):
+        pipe = ts.Pipeline(out)
+        p = Problem(pipe, H100, {out.name: [1024, 512], "input": [1026, 514]})
+        assert shared_windows(p, out.name, member_sites(p, out.name), (0, 1), 4) == want

@@ -84,8 +84,9 @@ from ..analysis.costs import node_cost
 from ..analysis.footprint import box_extents, rdom_scope
 from ..model import expr as E
 from ..model.visit import walk
-from .gpu_sectors import (SECTOR_BYTES, active_warps, box_sectors, member_sites, site_context,
-                          site_sectors, store_site, unrolled_loads, vector_accesses)
+from .gpu_sectors import (SECTOR_BYTES, active_warps, bank_ways, box_sectors, member_sites,
+                          shared_windows, site_context, site_sectors, store_site,
+                          unrolled_loads, vector_accesses)
 from .space import Cost, GpuCost, Group, Tiling
 
 
@@ -353,21 +354,29 @@ def _stage_sectors(p, group, m, j, glob, mdims, bx, tx, ty, off, sy, staged=(),
     return hit
 
 
-def _vector_reuse(p, m, glob, shared, reuse, mdims, bx, tx, ty, off, sx, sy) -> tuple:
+def _vector_reuse(p, m, glob, shared, reuse, mdims, bx, tx, ty, off, sx, sy,
+                  regs=()) -> tuple:
     """(``_pure_counts``' reuse, sectors a warp step) of the output ``m`` whose ``sx``
-    points a thread along the inner dimension are a vectorized loop (``vector_accesses``:
-    its global loads as windows, ``vector.py``), ``reuse`` the unrolled loop's
-    (``_unrolled_reuse``), whose shared-memory loads it keeps: a shared vector access
-    moves ``sx`` times the words of a scalar one, so it is counted as the scalar loads
-    of the distinct addresses."""
+    points a thread along the inner dimension are a vectorized loop (``vector.py``): its
+    global loads as windows (``vector_accesses``), its loads of the members in shared
+    memory too (``shared_windows``: their wavefronts, bank conflicts included), none
+    shared between rows; ``reuse`` the unrolled loop's (``_unrolled_reuse``), kept
+    where the member has no loads."""
     sites = tuple(glob.get(0, ()))
     n_shared = shared.get(0, 0)
-    if not sites or not len(sites) + n_shared:
+    if not len(sites) + n_shared:
         return reuse, 0
-    instructions, sectors = vector_accesses(p, m, sites, mdims, bx, tx, ty, off, sx, sy)
+    g_instr, sectors = (vector_accesses(p, m, sites, mdims, bx, tx, ty, off, sx, sy)
+                        if sites else (0.0, 0.0))
+    s_instr = s_wave = 0.0
+    if n_shared:
+        mine = tuple(s for s in member_sites(p, m)
+                     if s.stage == 0 and s not in sites and s.callee not in regs)
+        s_instr, s_wave = shared_windows(p, m, mine, mdims, sx)
     out = dict(reuse)
     out["global"] = 1.0
-    out["all"] = (instructions / sx + n_shared * reuse["shared"]) / (len(sites) + n_shared)
+    out["shared"] = s_wave / sx / n_shared if n_shared else 1.0
+    out["all"] = (g_instr + s_instr) / sx / (len(sites) + n_shared)
     return out, sectors / sx
 
 
@@ -620,18 +629,21 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         return _kept(key, spec, ((counts[0],), (counts[1],), (counts[2],), rounds, 0, None))
     pts = points * share
     best, sec0 = None, 0
+    # a producer's threads ``sx`` points apart along x reach its shared buffer and the
+    # others' that many words apart: bank conflicts (the output's vector loop: below)
+    ways = bank_ways(sx, p.bytes_per_point(m)) if m != group.output else 1
     if m == group.output or (tx <= bx and ty <= by):
         # thread (tx, ty) of the block: the member's point (x0 + tx, y0 + ty * sy), its
         # serial points below it
         reuse = _unrolled_reuse(p, group, m, ext, i, mdims, serial, whole, staged)
         if m == group.output and sx > 1:
             reuse, sec0 = _vector_reuse(p, m, glob, shared, reuse, mdims, bx, tx, ty, off,
-                                        sx, sy)
+                                        sx, sy, on_sm)
         else:
             sec0 = _stage_sectors(p, group, m, 0, glob, mdims, bx, tx, ty, off, sy, staged,
                                   sx)
-        best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0, shared.get(0, 0)),
-                None, x0, sec0)
+        best = (_pure_counts(cp, x0, steps, ops, loads, reuse, sec0,
+                             shared.get(0, 0) * ways), None, x0, sec0)
     if m != group.output and not updates and None not in mdims:
         # or its threads (tx, ty') fused and spread over all the block's threads
         # (``spread_steps``), a serial run of ``t`` points each (the tiling's, or one)
@@ -661,7 +673,9 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         # its updates: kernels of their own
         return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles),
                                     rounds, 0, how))
-    lsu_cycles.append(x0)                       # its store to shared memory
+    if how is not None:
+        ways = 1                                # spread: a thread a point, consecutive
+    lsu_cycles.append(x0 * ways)                # its store to shared memory
     barriers = 1
     for j, u in enumerate(updates, start=1):
         pure_pts = math.prod(_extent(ext, d, i) for d in u.pure_dims)
@@ -672,7 +686,7 @@ def _member_counts(model, group, gf, m: str, i: int, dims: tuple, block: tuple,
         instructions.append(xu * (u.ops + cp.load_instructions * u.loads
                                   + cp.point_instructions + cp.loop_instructions))
         load_lsu.append(xu * secu / 4.0)
-        lsu_cycles.append(xu * (shared.get(j, 0) + 1))
+        lsu_cycles.append(xu * (shared.get(j, 0) + 1) * ways)
         rounds += math.ceil(per_thread * per_block[m] / cp.update_unroll) if secu else 0
         barriers += 1
     return _kept(key, spec, (tuple(instructions), tuple(load_lsu), tuple(lsu_cycles), rounds,

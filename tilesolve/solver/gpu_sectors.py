@@ -46,7 +46,7 @@ SECTOR_BYTES = 32
 
 __all__ = ["SECTOR_BYTES", "Site", "member_sites", "site_sectors", "site_context",
            "box_sectors", "active_warps", "store_site", "unrolled_loads", "vector_accesses",
-           "VECTOR_BYTES"]
+           "shared_windows", "bank_ways", "VECTOR_BYTES"]
 
 VECTOR_BYTES = 16           # the widest vector access (float4, int4, double2)
 
@@ -401,6 +401,77 @@ def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_st
                 instructions += i
                 sectors += s
     return instructions, sectors
+
+
+def bank_ways(lanes: int, bpp: int) -> int:
+    """Shared-memory wavefronts of a warp's access whose lanes are ``lanes`` elements of
+    ``bpp`` bytes apart (32 banks of 4 bytes): ``lanes`` words apart for 4-byte elements
+    fall ``lanes`` to a bank; narrower elements share words."""
+    return max(1, int(lanes) * int(bpp) // 4) // max(1, int(bpp) // 4) if lanes > 1 else 1
+
+
+def shared_windows(problem, name: str, sites: tuple, dims: tuple, lanes: int) -> tuple:
+    """(instructions, wavefronts) of one warp step of ``name``'s vectorized loop of
+    ``lanes`` points a thread (``vector_accesses``) for its loads ``sites`` of buffers in
+    shared memory.  Windows as ``vector_accesses``'; each piece of one (a vector, or one
+    element) costs ``bank_ways`` wavefronts: 32 lanes' vectors move ``lanes`` times 128
+    bytes, and single elements ``lanes`` apart fall that many to a bank.  A window's
+    alignment in the block's buffer is not known here: its pieces are averaged over the
+    alignments.  Any other site is ``lanes`` single elements; ``dims`` as
+    ``site_sectors``' (memoized per problem)."""
+    key = (name, tuple(sites), dims, int(lanes))
+    cache = problem.memo("gpu_shared_windows")
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    zero = np.zeros(1, dtype=np.int64)
+    instructions = wavefronts = 0.0
+    families: dict = {}
+    for site in sites:
+        bpp = problem.bytes_per_point(site.callee)
+        ways = bank_ways(lanes, bpp)
+        a0 = a1 = None
+        if not site.data_dependent and bpp * lanes <= VECTOR_BYTES \
+                and _total_sectors(problem, site.callee) is not None:
+            a0 = _addresses(problem, name, site, dims, zero, zero, (0, 0))
+            a1 = _addresses(problem, name, site, dims, zero + 1, zero, (0, 0))
+        if a0 is None or a1 is None or not np.all(a1 - a0 == 1):
+            instructions += lanes
+            wavefronts += lanes * ways
+            continue
+        fam = families.setdefault((site.callee, ways), [])
+        for ref in fam:
+            d = a0 - ref[0]
+            if np.all(d == d.flat[0]):
+                ref[1].add(int(d.flat[0]))
+                break
+        else:
+            fam.append((a0, {0}))
+    for (_, ways), refs in families.items():
+        for _, offsets in refs:
+            runs: list = []
+            for c in sorted(offsets):
+                if runs and c <= runs[-1][-1] + lanes:
+                    runs[-1].append(c)
+                else:
+                    runs.append([c])
+            for run in runs:
+                length = run[-1] + lanes - run[0]
+                pieces = sum(_pieces(m, length, lanes) for m in range(lanes)) / lanes
+                instructions += pieces
+                wavefronts += pieces * ways
+    hit = cache[key] = (instructions, wavefronts)
+    return hit
+
+
+def _pieces(misaligned: int, length: int, lanes: int) -> int:
+    """Accesses ``ts_vload`` makes of a window of ``length`` elements whose start is
+    ``misaligned`` elements past an aligned address."""
+    n, o = 0, 0
+    while o < length:
+        o += lanes if (misaligned + o) % lanes == 0 and o + lanes <= length else 1
+        n += 1
+    return n
 
 
 def _window(start, length: int, lanes: int, bpp: int) -> tuple:
