@@ -15,7 +15,8 @@ succeeds; with ``--fma`` also ``solver_fma``, the same schedule built with
 ``stage_weight: 0`` or ``register_weight: 0``: inputs staged in shared memory, or
 producers computed in each thread's registers, wherever the model can; built only where
 the schedule then has one), ``solver_plain`` (without those two forms: built where the
-solver's schedule uses one),
+solver's schedule uses one), ``solver_scalar`` (without vectorized tiles,
+``gpu_vector: [1]``: built where the solver's schedule has one),
 ``gpu_inline`` and ``gpu_root`` (``backend/cuda/naive.py``: the naive
 baselines), and for blur ``hand`` (Halide's GPU blur: 16x16 tiles, blur_x in
 shared memory) and ``hand_vector`` (4 points a thread along x, float4 accesses).  Printed per case, all measured in the same run: device
@@ -121,6 +122,8 @@ VARIANTS = {
                                              for g in s.provenance.groups)),
     "solver_plain": ({"stage_inputs": False, "register_producers": False},
                      lambda s, base: base is None or _body(s) != _body(base)),
+    "solver_scalar": ({"gpu_vector": [1]},
+                      lambda s, base: base is None or _body(s) != _body(base)),
 }
 
 
@@ -220,7 +223,8 @@ def verdict(app, pipe, out, ref):
 
 
 # what matters most first
-ORDER = ("solver", "solver_fma", "solver_plain", "solver_staged", "solver_registers", "hand",
+ORDER = ("solver", "solver_fma", "solver_plain", "solver_scalar", "solver_staged",
+         "solver_registers", "hand",
          "hand_vector", "gpu_root", "gpu_inline")
 
 

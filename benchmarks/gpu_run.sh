@@ -40,7 +40,7 @@ prepare)
         pytools platformdirs siphash24 mako markupsafe typing_extensions networkx pyyaml
     # 3. lower + generate + nvcc -cubin (sm_90) every case, checked against the spec's limits
     "$PY" benchmarks/gpu_bench.py build --out build/gpu_bench --spec "$SPEC" --size paper \
-        --schedules solver,solver_plain,solver_staged,solver_registers,gpu_root,hand,hand_vector \
+        --schedules solver,solver_plain,solver_scalar,solver_staged,solver_registers,gpu_root,hand,hand_vector \
         --fma
     # 4. Halide 21 for Python 3.12, without what JIT needs not (headers, CMake files, the
     #    CPU-only autoschedulers), xz-compressed: 165 MB of libHalide.so become about 45 MB
