@@ -45,9 +45,9 @@ def _colour_blur():
     return ts.Pipeline(by)
 
 
-def _menu(est):
+def _menu(est, spec=H100):
     pipe = _colour_blur()
-    p = Problem(pipe, H100, est)
+    p = Problem(pipe, spec, est)
     model = CostModel(p)
     group = Group("blur_y", frozenset({"blur_x", "blur_y"}))
     return pipe, p, model, group
@@ -150,6 +150,35 @@ def test_serial_and_whole_channel_schedules_equal_the_reference():
         assert "unroll(" in code and ".gpu_threads(" in code
         emu = C.emulate_cuda(pipe, s)
         for w, h, ch in ((256, 128, 3), (45, 37, 3), (70, 9, 2), (33, 130, 5)):
+            a = rng.random((ch, h, w), dtype=np.float32)
+            want = ts.reference.realize(pipe, [w, h, ch], input=a)
+            np.testing.assert_allclose(emu.realize([w, h, ch], input=a), want, rtol=1e-6,
+                                       err_msg=f"{t}\n{code}")
+
+
+@needs_cxx
+def test_odd_serial_runs_and_two_lane_vectors_equal_the_reference():
+    """A spec may ask for odd serial runs (``gpu_serial: [3, 5]``: 3 or 5 rows a thread)
+    and 2-lane vectors beside 4 (``gpu_vector: [2, 4]``); each such tiling, with and
+    without the channels in the thread, emulates equal to the reference at sizes that
+    are and are not multiples of its tile."""
+    spec = H100.with_cost_params(gpu_serial=[3, 5], gpu_vector=[2, 4])
+    pipe, p, model, group = _menu({"blur_y": [1024, 512, 3], "input": [1024, 512, 3]}, spec)
+    menu = model.menu("blur_y").tilings
+    rows = {t.serial[1] for t in menu if t.serial}
+    lanes = {t.serial[0] for t in menu if t.serial}
+    assert rows == {1, 3, 5} and lanes == {1, 2, 4}
+    picks = [t for t in menu if t.serial and t.threads_of(0) == 32 and t.threads_of(1) == 4
+             and model.cost(group, t).feasible]
+    assert {(t.serial[0], t.serial[1]) for t in picks} >= {(1, 3), (1, 5), (2, 1), (4, 1),
+                                                            (2, 3), (4, 5)}
+    rng = np.random.default_rng(6)
+    for t in picks:
+        s = _schedule(p, model, group, t)
+        code = str(s)
+        assert (".vectorize(" in code) == (t.serial[0] > 1)
+        emu = C.emulate_cuda(pipe, s)
+        for w, h, ch in ((256, 64, 3), (45, 37, 3), (9, 7, 2)):
             a = rng.random((ch, h, w), dtype=np.float32)
             want = ts.reference.realize(pipe, [w, h, ch], input=a)
             np.testing.assert_allclose(emu.realize([w, h, ch], input=a), want, rtol=1e-6,

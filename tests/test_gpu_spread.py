@@ -140,12 +140,19 @@ def test_a_spread_written_by_hand_equals_the_reference():
                                    atol=1e-6)
 
 
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="no C++ compiler for the CUDA emulation")
 def test_camera_pipe_h100_paper_schedule_fuses_deinterleaved():
     """At 2560 x 1920 on h100 the half-resolution Bayer channels are computed per block of
-    the demosaic's kernel, spread over its threads: no kernel of their own."""
+    the demosaic's kernel, spread over its threads: no kernel of their own; the schedule,
+    run at the small size, equals the reference."""
+    from test_gpu_apps_emulated import _check
     app = get_app("camera_pipe")
     pipe, est = app.build(app.PAPER_SIZE)
     s = ts.solve_schedule(pipe, "h100", estimates=est, method="greedy")
+    assert any(g.cost.gpu.serial or any(t is not None for t in g.tiling[2:])
+               for g in s.provenance.groups), "no serial tile or channels in the thread"
+    _check(app, pipe, s)
     outputs = {g.output for g in s.provenance.groups}
     assert "deinterleaved" not in outputs
     rec = next(g for g in s.provenance.groups if "deinterleaved" in g.members)
