@@ -171,16 +171,24 @@ def site_sectors(problem, name: str, site: Site, dims: tuple, bx: int, mx: int, 
     if my <= 1:
         y_step = 1
     key = (name, site, dims, bx, mx, my, offset, int(y_step), int(x_step))
-    cache = problem.memo("gpu_site_sectors")
+    return _kept(problem, "gpu_site_sectors", key, (site_context(problem, name, site),),
+                 lambda: _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my),
+                                       offset, int(y_step), int(x_step)))
+
+
+def _kept(problem, memo: str, key: tuple, contexts: tuple, compute):
+    """``compute()``, memoized in ``problem.memo(memo)`` under ``key`` and shared by
+    problems (``_SHARED``) under it with the sites' ``site_context``s and the probe's
+    cost parameters."""
+    cache = problem.memo(memo)
     hit = cache.get(key)
     if hit is not None:
         return hit
     cp = problem.spec.cost_params
-    shared = (site_context(problem, name, site), cp.base_align, cp.rows_averaged) + key
+    shared = (memo, contexts, cp.base_align, cp.rows_averaged) + key
     hit = _SHARED.get(shared)
     if hit is None:
-        hit = _site_sectors(problem, name, site, dims, int(bx), int(mx), int(my), offset,
-                            int(y_step), int(x_step))
+        hit = compute()
         if len(_SHARED) >= _SHARED_LIMIT:
             _SHARED.clear()
         _SHARED[shared] = hit
@@ -343,22 +351,10 @@ def vector_accesses(problem, name: str, sites: tuple, dims: tuple, bx: int, mx: 
     if my <= 1:
         y_step = 1
     key = (name, tuple(sites), dims, bx, mx, my, offset, int(lanes), int(y_step))
-    cache = problem.memo("gpu_vector_accesses")
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    cp = problem.spec.cost_params
-    shared = (tuple(site_context(problem, name, s) for s in sites), cp.base_align,
-              cp.rows_averaged) + key
-    hit = _SHARED.get(shared)
-    if hit is None:
-        hit = _vector_accesses(problem, name, sites, dims, int(bx), int(mx), int(my), offset,
-                               int(lanes), int(y_step))
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.clear()
-        _SHARED[shared] = hit
-    cache[key] = hit
-    return hit
+    return _kept(problem, "gpu_vector_accesses", key,
+                 tuple(site_context(problem, name, s) for s in sites),
+                 lambda: _vector_accesses(problem, name, sites, dims, bx, mx, my, offset,
+                                          int(lanes), int(y_step)))
 
 
 def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_step):
@@ -366,21 +362,46 @@ def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_st
     if tx.size == 0:
         return 0.0, 0.0
     instructions = sectors = 0.0
-    families: dict = {}                 # callee -> [(first lane's addresses, offset)]
+    taps = []
     for site in sites:
-        bpp = problem.bytes_per_point(site.callee)
-        a0 = a1 = None
-        if not site.data_dependent and bpp * lanes <= VECTOR_BYTES \
-                and _total_sectors(problem, site.callee) is not None:
-            a0 = _addresses(problem, name, site, dims, tx * lanes, ty, offset, y_step)
-            a1 = _addresses(problem, name, site, dims, tx * lanes + 1, ty, offset, y_step)
-        if a0 is None or a1 is None or not np.all(a1 - a0 == 1):
+        a0 = _dense(problem, name, site, dims, tx * lanes, ty, offset, y_step, lanes)
+        if a0 is None:
             instructions += lanes
             sectors += sum(site_sectors(problem, name, site, dims, bx, mx, my,
                                         (offset[0] + j,) + tuple(offset[1:]), y_step, lanes)
                            for j in range(lanes))
-            continue
-        fam = families.setdefault((site.callee, bpp), [])
+        else:
+            taps.append((problem.bytes_per_point(site.callee), site.callee, a0))
+    for bpp, start, length in _windows(taps, lanes):
+        i, s = _window(start, length, lanes, bpp)
+        instructions += i
+        sectors += s
+    return instructions, sectors
+
+
+def _dense(problem, name, site, dims, px, ty, offset, y_step, lanes):
+    """The addresses (``_addresses``) of ``site`` where its index advances one element a
+    point along the inner dimension and ``lanes`` of its elements fit a vector (a tap a
+    vector loop reads in a window); else None."""
+    bpp = problem.bytes_per_point(site.callee)
+    if site.data_dependent or bpp * lanes > VECTOR_BYTES \
+            or _total_sectors(problem, site.callee) is None:
+        return None
+    a0 = _addresses(problem, name, site, dims, px, ty, offset, y_step)
+    a1 = _addresses(problem, name, site, dims, px + 1, ty, offset, y_step)
+    if a0 is None or a1 is None or not np.all(a1 - a0 == 1):
+        return None
+    return a0
+
+
+def _windows(taps, lanes: int):
+    """The windows ``vector.py`` reads for the ``taps`` ((key, buffer, addresses) each):
+    taps of one key and buffer a constant apart share a family, split into runs with no
+    gap (a window reads only elements some tap reads); yields (key, the window's start
+    addresses, its length)."""
+    families: dict = {}                 # (key, buffer) -> [(addresses, {offsets})]
+    for key, buf, a0 in taps:
+        fam = families.setdefault((key, buf), [])
         for ref in fam:
             d = a0 - ref[0]
             if np.all(d == d.flat[0]):
@@ -388,7 +409,7 @@ def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_st
                 break
         else:
             fam.append((a0, {0}))
-    for (callee, bpp), refs in families.items():
+    for (key, _), refs in families.items():
         for a0, offsets in refs:
             runs: list = []
             for c in sorted(offsets):
@@ -397,10 +418,7 @@ def _vector_accesses(problem, name, sites, dims, bx, mx, my, offset, lanes, y_st
                 else:
                     runs.append([c])
             for run in runs:
-                i, s = _window(a0 + run[0], run[-1] + lanes - run[0], lanes, bpp)
-                instructions += i
-                sectors += s
-    return instructions, sectors
+                yield key, a0 + run[0], run[-1] + lanes - run[0]
 
 
 def bank_ways(lanes: int, bpp: int) -> int:
@@ -426,40 +444,19 @@ def shared_windows(problem, name: str, sites: tuple, dims: tuple, lanes: int) ->
         return hit
     zero = np.zeros(1, dtype=np.int64)
     instructions = wavefronts = 0.0
-    families: dict = {}
+    taps = []
     for site in sites:
-        bpp = problem.bytes_per_point(site.callee)
-        ways = bank_ways(lanes, bpp)
-        a0 = a1 = None
-        if not site.data_dependent and bpp * lanes <= VECTOR_BYTES \
-                and _total_sectors(problem, site.callee) is not None:
-            a0 = _addresses(problem, name, site, dims, zero, zero, (0, 0))
-            a1 = _addresses(problem, name, site, dims, zero + 1, zero, (0, 0))
-        if a0 is None or a1 is None or not np.all(a1 - a0 == 1):
+        ways = bank_ways(lanes, problem.bytes_per_point(site.callee))
+        a0 = _dense(problem, name, site, dims, zero, zero, (0, 0), 1, lanes)
+        if a0 is None:
             instructions += lanes
             wavefronts += lanes * ways
-            continue
-        fam = families.setdefault((site.callee, ways), [])
-        for ref in fam:
-            d = a0 - ref[0]
-            if np.all(d == d.flat[0]):
-                ref[1].add(int(d.flat[0]))
-                break
         else:
-            fam.append((a0, {0}))
-    for (_, ways), refs in families.items():
-        for _, offsets in refs:
-            runs: list = []
-            for c in sorted(offsets):
-                if runs and c <= runs[-1][-1] + lanes:
-                    runs[-1].append(c)
-                else:
-                    runs.append([c])
-            for run in runs:
-                length = run[-1] + lanes - run[0]
-                pieces = sum(_pieces(m, length, lanes) for m in range(lanes)) / lanes
-                instructions += pieces
-                wavefronts += pieces * ways
+            taps.append((ways, site.callee, a0))
+    for ways, _, length in _windows(taps, lanes):
+        pieces = sum(_pieces(m, length, lanes) for m in range(lanes)) / lanes
+        instructions += pieces
+        wavefronts += pieces * ways
     hit = cache[key] = (instructions, wavefronts)
     return hit
 
