@@ -22,11 +22,10 @@ one-warp block has nothing to trade).  Then the blocks at least a warp wide agai
 thread computing ``gpu_vector`` consecutive points along the inner dimension too, as a
 vectorized loop (float2/float4 accesses, ``backend/cuda/vector.py``), where that many
 of the output's points fit a vector and the tile is no wider than the region or the
-widest plain block.  Then, where
-the first dimension past the tiled
-ones is short (2 to ``gpu_unroll_extent`` points: colour channels), every tiling above
-again with that dimension whole in the tile: each thread computes all its points,
-unrolled, instead of one block per point of it on the grid.  The plain blocks come
+widest plain block.  Then, where the first dimension past the tiled ones is short (2
+to ``gpu_unroll_extent`` points: colour channels), every tiling above again with that
+dimension whole in the tile: each thread computes all its points, unrolled, instead of
+one block per point of it on the grid.  The plain blocks come
 first, so the solvers' first-of-equal-costs rule keeps them on ties.
 """
 from __future__ import annotations
