@@ -167,11 +167,11 @@ def test_odd_serial_runs_and_two_lane_vectors_equal_the_reference():
     menu = model.menu("blur_y").tilings
     rows = {t.serial[1] for t in menu if t.serial}
     lanes = {t.serial[0] for t in menu if t.serial}
-    assert rows == {1, 3, 5} and lanes == {1, 2, 4}
+    assert rows == {3, 5} and lanes == {1, 2, 4}
     picks = [t for t in menu if t.serial and t.threads_of(0) == 32 and t.threads_of(1) == 4
              and model.cost(group, t).feasible]
-    assert {(t.serial[0], t.serial[1]) for t in picks} >= {(1, 3), (1, 5), (2, 1), (4, 1),
-                                                            (2, 3), (4, 5)}
+    assert {(t.serial[0], t.serial[1]) for t in picks} == {(1, 3), (1, 5), (2, 3), (2, 5),
+                                                            (4, 3), (4, 5)}
     rng = np.random.default_rng(6)
     for t in picks:
         s = _schedule(p, model, group, t)

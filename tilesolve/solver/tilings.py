@@ -18,11 +18,12 @@ thread / serial levels): each thread computes ``gpu_serial`` consecutive points 
 outer tiled dimension in an unrolled loop, the block's tile that many times taller (at
 most ``gpu_serial_rows`` rows, and no taller than the region), for blocks at least a
 warp wide and two warps large (a narrower block's warps already straddle rows; a
-one-warp block has nothing to trade).  Then the blocks at least a warp wide again, each
-thread computing ``gpu_vector`` consecutive points along the inner dimension too, as a
+one-warp block has nothing to trade).  Then those serial tiles again, each thread
+computing ``gpu_vector`` consecutive points along the inner dimension too, as a
 vectorized loop (float2/float4 accesses, ``backend/cuda/vector.py``), where that many
 of the output's points fit a vector and the tile is no wider than the region or the
-widest plain block.  Then, where the first dimension past the tiled ones is short (2
+widest plain block (a vector tile of one row a thread is not offered: the model chose
+none at the apps' paper sizes, and each costs solve time).  Then, where the first dimension past the tiled ones is short (2
 to ``gpu_unroll_extent`` points: colour channels), every tiling above again with that
 dimension whole in the tile: each thread computes all its points, unrolled, instead of
 one block per point of it on the grid.  The plain blocks come
@@ -106,7 +107,7 @@ def _gpu_tilings(spec, dims, exts, add, bpp: int = 4) -> None:
                    if a >= spec.warp_size and a * b >= 2 * spec.warp_size
                    and b * t <= min(cp.gpu_serial_rows, exts[outer])]
     shapes += [(a, b, t, v) for v in cp.gpu_vector for a, b, t, _ in list(shapes)
-               if v > 1 and a >= spec.warp_size and v * bpp <= VECTOR_BYTES
+               if v > 1 and t > 1 and v * bpp <= VECTOR_BYTES
                and a * v <= min(exts[inner], max(cp.gpu_inner))]
     for whole in ((False, True) if unroll is not None else (False,)):
         for a, b, t, v in shapes:
