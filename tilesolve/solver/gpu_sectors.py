@@ -196,8 +196,9 @@ def _kept(problem, memo: str, key: tuple, contexts: tuple, compute):
     return hit
 
 
-# site_sectors' answers, shared by problems: those of one pipeline that differ only in
-# other Funcs (another inlining choice) ask the same questions (see site_context)
+# site_sectors' and vector_accesses' answers (``_kept``), shared by problems: those of
+# one pipeline that differ only in other Funcs (another inlining choice) ask the same
+# questions (see site_context)
 _SHARED: dict = {}
 _SHARED_LIMIT = 1 << 18
 
@@ -461,32 +462,35 @@ def shared_windows(problem, name: str, sites: tuple, dims: tuple, lanes: int) ->
     return hit
 
 
-def _pieces(misaligned: int, length: int, lanes: int) -> int:
-    """Accesses ``ts_vload`` makes of a window of ``length`` elements whose start is
-    ``misaligned`` elements past an aligned address."""
-    n, o = 0, 0
+def _piece_runs(misaligned: int, length: int, lanes: int):
+    """The accesses ``ts_vload`` makes of a window of ``length`` elements whose start is
+    ``misaligned`` elements past an aligned address, as (first element, elements): from
+    each element, a vector where the address is a multiple of ``lanes`` elements and a
+    whole vector remains, else one element."""
+    o = 0
     while o < length:
-        o += lanes if (misaligned + o) % lanes == 0 and o + lanes <= length else 1
-        n += 1
-    return n
+        n = lanes if (misaligned + o) % lanes == 0 and o + lanes <= length else 1
+        yield o, n
+        o += n
+
+
+def _pieces(misaligned: int, length: int, lanes: int) -> int:
+    """How many accesses ``_piece_runs`` makes."""
+    return sum(1 for _ in _piece_runs(misaligned, length, lanes))
 
 
 def _window(start, length: int, lanes: int, bpp: int) -> tuple:
     """(instructions, sectors) of a warp reading ``length`` elements from each lane's
-    ``start`` (element offsets, rows x lanes) as ``ts_vload`` does: from each element, a
-    vector where the address is a multiple of ``lanes`` elements and a whole vector
-    remains, else one element; averaged over the rows."""
+    ``start`` (element offsets, rows x lanes) as ``ts_vload`` does (``_piece_runs``),
+    averaged over the rows."""
     instr = sec = 0.0
     misaligned = start[:, 0] % lanes
     for m in np.unique(misaligned):
         rows = start[misaligned == m]
-        o = 0
-        while o < length:
-            n = lanes if (int(m) + o) % lanes == 0 and o + lanes <= length else 1
+        for o, n in _piece_runs(int(m), length, lanes):
             addr = (rows[:, :, None] + o + np.arange(n)).reshape(len(rows), -1)
             sec += _distinct_sectors(addr * bpp) * len(rows)
             instr += len(rows)
-            o += n
     return instr / len(start), sec / len(start)
 
 
